@@ -1,0 +1,178 @@
+//! cuzk-bench: the client CLI of the cuzk daemon.
+//!
+//! Makes local fixtures, proves single requests and batches through a running
+//! daemon, reads its status and metrics, and runs the end-to-end demo
+//! (fixtures, an in-process daemon, one verified proof of each kind).
+
+mod commands;
+mod demo;
+mod progress;
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::{Parser, Subcommand};
+use cuzk_core::ProofKind;
+
+/// Default daemon address for client commands.
+const DEFAULT_ADDR: &str = "http://127.0.0.1:9820";
+
+#[derive(Parser)]
+#[command(name = "cuzk-bench", version, about = "cuzk client: fixtures, proofs, status, demo")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Clone)]
+struct Target {
+    /// Daemon address: http://host:port, host:port or unix:///path.
+    #[arg(long, env = "CUZK_ADDR", default_value = DEFAULT_ADDR)]
+    addr: String,
+}
+
+#[derive(clap::Args, Clone)]
+struct FixtureDir {
+    /// Fixture directory [default: $CUZK_FIXTURES_DIR or ~/.cache/cuzk/fixtures-2KiB]
+    #[arg(long)]
+    fixtures: Option<PathBuf>,
+}
+
+impl FixtureDir {
+    fn dir(&self) -> PathBuf {
+        self.fixtures.clone().unwrap_or_else(cuzk_fixtures::default_dir)
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate local 2 KiB fixtures: INSECURE test parameters, sealed
+    /// sectors, C1 output and vanilla proofs of every kind. Reuses what exists.
+    GenFixtures {
+        /// Sector size (only 2KiB is supported).
+        #[arg(long, default_value = "2KiB")]
+        sector_size: String,
+        /// Fixture directory [default: $CUZK_FIXTURES_DIR or ~/.cache/cuzk/fixtures-2KiB]
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Prove one request of a kind from the fixtures through a running daemon.
+    Single {
+        /// porep, snap, window-post or winning-post.
+        #[arg(long, value_parser = parse_kind)]
+        kind: ProofKind,
+        /// Idempotency key (optional).
+        #[arg(long, default_value = "")]
+        request_id: String,
+        /// low, normal, high or critical [default: the kind's default].
+        #[arg(long, value_parser = parse_priority)]
+        priority: Option<i32>,
+        #[command(flatten)]
+        target: Target,
+        #[command(flatten)]
+        fixtures: FixtureDir,
+    },
+    /// Prove many requests of a kind, some at a time, and report throughput.
+    Batch {
+        #[arg(long, value_parser = parse_kind, default_value = "window-post")]
+        kind: ProofKind,
+        #[arg(long, default_value_t = 4)]
+        count: usize,
+        /// Requests in flight at once.
+        #[arg(long, default_value_t = 2)]
+        concurrency: usize,
+        #[command(flatten)]
+        target: Target,
+        #[command(flatten)]
+        fixtures: FixtureDir,
+    },
+    /// Print the daemon's status.
+    Status {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Print the daemon's Prometheus metrics.
+    Metrics {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Make fixtures if needed, start a daemon in this process, prove one of
+    /// each kind through gRPC and print one line per kind.
+    Demo {
+        #[command(flatten)]
+        fixtures: FixtureDir,
+    },
+}
+
+fn parse_kind(s: &str) -> Result<ProofKind, String> {
+    ProofKind::parse(s).ok_or_else(|| {
+        format!("unknown kind {s:?}: use porep, snap, window-post or winning-post")
+    })
+}
+
+fn parse_priority(s: &str) -> Result<i32, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "low" => Ok(1),
+        "normal" => Ok(2),
+        "high" => Ok(3),
+        "critical" => Ok(4),
+        _ => Err(format!("unknown priority {s:?}: use low, normal, high or critical")),
+    }
+}
+
+fn main() -> Result<()> {
+    init_logging();
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    match cli.command {
+        Command::GenFixtures { sector_size, dir } => {
+            check_sector_size(&sector_size)?;
+            commands::gen_fixtures(&dir.unwrap_or_else(cuzk_fixtures::default_dir)).map(|_| ())
+        }
+        Command::Single {
+            kind,
+            request_id,
+            priority,
+            target,
+            fixtures,
+        } => runtime.block_on(commands::single(
+            &target.addr,
+            &fixtures.dir(),
+            kind,
+            request_id,
+            priority.unwrap_or(0),
+        )),
+        Command::Batch {
+            kind,
+            count,
+            concurrency,
+            target,
+            fixtures,
+        } => runtime.block_on(commands::batch(&target.addr, &fixtures.dir(), kind, count, concurrency)),
+        Command::Status { target } => runtime.block_on(commands::status(&target.addr)),
+        Command::Metrics { target } => runtime.block_on(commands::metrics(&target.addr)),
+        Command::Demo { fixtures } => {
+            let ok = runtime.block_on(demo::run(&fixtures.dir()))?;
+            if !ok {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn check_sector_size(s: &str) -> Result<()> {
+    match s.to_ascii_lowercase().as_str() {
+        "2kib" | "2048" | "2k" => Ok(()),
+        _ => bail!("only 2KiB fixtures can be generated (got --sector-size {s})"),
+    }
+}

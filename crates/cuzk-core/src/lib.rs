@@ -1,0 +1,25 @@
+//! cuzk-core: the proving engine behind the cuzk daemon.
+//!
+//! It owns everything between a decoded gRPC request and a verified proof:
+//! checking requests ([`request`]), the job table, priority queue and worker
+//! pool ([`engine`], [`job`]), the provers ([`prover`]), verification of every
+//! proof before it is returned ([`verify`]), the parameter cache ([`params`]),
+//! metrics ([`metrics`]) and the daemon's configuration file ([`config`]).
+//! It knows nothing of gRPC; `cuzk-server` maps it onto the wire.
+
+pub mod config;
+pub mod engine;
+pub mod job;
+pub mod kinds;
+pub mod metrics;
+pub mod params;
+pub mod prover;
+pub mod request;
+pub mod verify;
+
+pub use config::Config;
+pub use engine::{AwaitOutcome, Engine, EngineStatus, JobError, SubmitError, Submission};
+pub use job::{JobOutcome, JobStatus, JobTimings};
+pub use kinds::{Priority, ProofKind, ProofType};
+pub use prover::{FilecoinApiProver, Prover};
+pub use request::{ProofInput, ProofRequest, RawRequest, RequestError};

@@ -1,0 +1,72 @@
+//! cuzk-daemon: the persistent proving daemon.
+//!
+//! Reads one TOML file (`--config`; every key optional, see
+//! `cuzk.example.toml`), serves `cuzk.v1.ProvingEngine`, and stops gracefully
+//! on SIGINT or SIGTERM, exiting 0.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use cuzk_core::Config;
+use cuzk_server::Daemon;
+use tokio::signal::unix::{signal, SignalKind};
+use tracing::info;
+
+#[derive(Parser)]
+#[command(name = "cuzk-daemon", version, about = "cuzk Groth16 proving daemon for Filecoin")]
+struct Args {
+    /// TOML configuration file (every key optional; without it, defaults).
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Override daemon.listen (`host:port` or `unix:///path`).
+    #[arg(long)]
+    listen: Option<String>,
+    /// Print the effective configuration as TOML and exit.
+    #[arg(long)]
+    print_config: bool,
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let mut config = match &args.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    };
+    if let Some(listen) = args.listen {
+        config.daemon.listen = listen;
+    }
+    config.validate()?;
+    if args.print_config {
+        print!("{}", toml::to_string_pretty(&config).context("serialising the config")?);
+        return Ok(());
+    }
+    init_logging(&config.daemon.log);
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?
+        .block_on(run(config))
+}
+
+async fn run(config: Config) -> Result<()> {
+    let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let daemon = Daemon::start(config).await?;
+    info!(address = %daemon.client_address(), "cuzk-daemon ready");
+    daemon
+        .serve(async move {
+            tokio::select! {
+                _ = sigterm.recv() => info!("SIGTERM received"),
+                _ = sigint.recv() => info!("SIGINT received"),
+            }
+        })
+        .await?;
+    Ok(())
+}
+
+fn init_logging(default_filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
+    tracing_subscriber::fmt().with_env_filter(filter).init();
+}

@@ -1,0 +1,110 @@
+//! Conversions between the wire messages of `cuzk.v1` and cuzk-core types,
+//! and the mapping of engine errors onto gRPC status codes.
+
+use cuzk_core::engine::{JobError, SubmitError};
+use cuzk_core::{JobOutcome, JobStatus, RawRequest, RequestError};
+use cuzk_proto::v1::{await_proof_response, AwaitProofResponse, SubmitProofRequest};
+use tonic::Status;
+
+/// The request fields, unchecked, as the engine takes them.
+pub fn raw_request(r: SubmitProofRequest) -> RawRequest {
+    RawRequest {
+        request_id: r.request_id,
+        proof_kind: r.proof_kind,
+        sector_size: r.sector_size,
+        registered_proof: r.registered_proof,
+        priority: r.priority,
+        vanilla_proof: r.vanilla_proof,
+        vanilla_proofs: r.vanilla_proofs,
+        sector_number: r.sector_number,
+        miner_id: r.miner_id,
+        randomness: r.randomness,
+        partition_index: r.partition_index,
+        comm_r_old: r.comm_r_old,
+        comm_r_new: r.comm_r_new,
+        comm_d_new: r.comm_d_new,
+    }
+}
+
+/// The wire message for a request (clients: bench, tests).
+pub fn submit_request(r: RawRequest) -> SubmitProofRequest {
+    SubmitProofRequest {
+        request_id: r.request_id,
+        proof_kind: r.proof_kind,
+        sector_size: r.sector_size,
+        registered_proof: r.registered_proof,
+        priority: r.priority,
+        vanilla_proof: r.vanilla_proof,
+        vanilla_proofs: r.vanilla_proofs,
+        sector_number: r.sector_number,
+        miner_id: r.miner_id,
+        randomness: r.randomness,
+        partition_index: r.partition_index,
+        comm_r_old: r.comm_r_old,
+        comm_r_new: r.comm_r_new,
+        comm_d_new: r.comm_d_new,
+    }
+}
+
+fn ms(d: std::time::Duration) -> u64 {
+    d.as_millis() as u64
+}
+
+/// The reply for a finished job.
+pub fn await_response(job_id: &str, outcome: &JobOutcome) -> AwaitProofResponse {
+    use await_proof_response::Status as S;
+    let status = match outcome.status {
+        JobStatus::Completed => S::Completed,
+        JobStatus::Failed => S::Failed,
+        JobStatus::Cancelled => S::Cancelled,
+    };
+    let t = &outcome.timings;
+    AwaitProofResponse {
+        job_id: job_id.to_string(),
+        status: status as i32,
+        proof: outcome.proof.clone(),
+        error_message: outcome.error.clone(),
+        queue_wait_ms: ms(t.queue_wait),
+        // The filecoin-proofs prover loads parameters and synthesises inside
+        // one call: those stages are not measured apart (0), and the whole
+        // prover call is reported as compute time.
+        srs_load_ms: 0,
+        synthesis_ms: 0,
+        gpu_compute_ms: ms(t.prove),
+        total_ms: ms(t.total),
+        verify_ms: ms(t.verify),
+        prove_ms: ms(t.prove),
+    }
+}
+
+/// The reply when an await timed out.
+pub fn timeout_response(job_id: &str) -> AwaitProofResponse {
+    AwaitProofResponse {
+        job_id: job_id.to_string(),
+        status: await_proof_response::Status::Timeout as i32,
+        error_message: "timed out waiting; the job goes on".into(),
+        ..Default::default()
+    }
+}
+
+/// gRPC status for a refused submit.
+pub fn submit_status(e: SubmitError) -> Status {
+    match e {
+        SubmitError::Request(RequestError::InvalidArgument { .. }) => {
+            Status::invalid_argument(e.to_string())
+        }
+        SubmitError::Request(RequestError::FailedPrecondition(_)) => {
+            Status::failed_precondition(e.to_string())
+        }
+        SubmitError::RequestIdConflict { .. } => Status::already_exists(e.to_string()),
+        SubmitError::ShuttingDown => Status::unavailable(e.to_string()),
+    }
+}
+
+/// gRPC status for a failed job lookup or control call.
+pub fn job_status(e: JobError) -> Status {
+    match e {
+        JobError::NotFound(_) => Status::not_found(e.to_string()),
+        JobError::AlreadyEnded { .. } => Status::failed_precondition(e.to_string()),
+    }
+}

@@ -1,0 +1,125 @@
+//! Running the daemon: parameter cache, engine, gRPC server, and the
+//! graceful stop on a shutdown signal.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use cuzk_core::{Config, Engine, FilecoinApiProver, Prover};
+use cuzk_proto::ProvingEngineServer;
+use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
+use tracing::{info, warn};
+
+use crate::listen::{Bound, ListenAddr};
+use crate::service::ProvingService;
+
+/// Extra room in the gRPC message limit for the fields besides the vanilla proofs.
+const MESSAGE_OVERHEAD: usize = 16 << 20;
+
+/// Why the daemon could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("daemon.listen: {0}")]
+    Listen(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Params(#[from] cuzk_core::params::ParameterCacheConflict),
+    #[error("gRPC server failed: {0}")]
+    Serve(#[from] tonic::transport::Error),
+}
+
+/// A daemon that is bound and ready to serve.
+pub struct Daemon {
+    engine: Engine,
+    bound: Bound,
+    config: Config,
+}
+
+impl Daemon {
+    /// Fixes the parameter cache, starts the engine with the CPU prover and
+    /// binds the listen address.
+    pub async fn start(config: Config) -> Result<Daemon, DaemonError> {
+        Self::start_with_prover(config, Arc::new(FilecoinApiProver)).await
+    }
+
+    /// As [`Daemon::start`], with any prover.
+    pub async fn start_with_prover(
+        config: Config,
+        prover: Arc<dyn Prover>,
+    ) -> Result<Daemon, DaemonError> {
+        let listen = ListenAddr::parse(&config.daemon.listen).map_err(DaemonError::Listen)?;
+        let params = config.params.resolved_cache_dir();
+        cuzk_core::params::init_parameter_cache(&params)?;
+        info!(dir = %params.display(), "Groth16 parameter cache");
+        let bound = Bound::bind(&listen).await.map_err(|source| DaemonError::Bind {
+            addr: config.daemon.listen.clone(),
+            source,
+        })?;
+        let engine = Engine::start(config.engine.clone(), prover);
+        Ok(Daemon {
+            engine,
+            bound,
+            config,
+        })
+    }
+
+    /// The address clients connect to.
+    pub fn client_address(&self) -> String {
+        self.bound.client_address()
+    }
+
+    /// The engine behind the service.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Serves until `shutdown` resolves, then stops gracefully: new jobs are
+    /// refused, queued jobs fail, running jobs get `daemon.shutdown_grace`,
+    /// and in-flight RPCs are answered before the server returns.
+    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), DaemonError> {
+        let Daemon {
+            engine,
+            bound,
+            config,
+        } = self;
+        let limit = config.engine.max_vanilla_bytes.as_u64() as usize + MESSAGE_OVERHEAD;
+        let service = ProvingEngineServer::new(ProvingService::new(engine.clone()))
+            .max_decoding_message_size(limit)
+            .max_encoding_message_size(limit);
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let stop = async {
+            let _ = stop_rx.await;
+        };
+        info!(address = %bound, "serving cuzk.v1.ProvingEngine");
+        let router = tonic::transport::Server::builder().add_service(service);
+        let unix_path = match &bound {
+            Bound::Unix(_, p) => Some(p.clone()),
+            Bound::Tcp(..) => None,
+        };
+        let server = match bound {
+            Bound::Tcp(l, _) => tokio::spawn(router.serve_with_incoming_shutdown(TcpListenerStream::new(l), stop)),
+            Bound::Unix(l, _) => {
+                tokio::spawn(router.serve_with_incoming_shutdown(UnixListenerStream::new(l), stop))
+            }
+        };
+        shutdown.await;
+        info!(grace = ?config.daemon.shutdown_grace, "shutdown requested: refusing new jobs");
+        engine.shutdown(config.daemon.shutdown_grace).await;
+        let _ = stop_tx.send(());
+        let result = match server.await {
+            Ok(r) => r.map_err(DaemonError::from),
+            Err(e) => {
+                warn!("server task ended abnormally: {e}");
+                Ok(())
+            }
+        };
+        if let Some(p) = unix_path {
+            let _ = std::fs::remove_file(p);
+        }
+        info!("daemon stopped");
+        result
+    }
+}

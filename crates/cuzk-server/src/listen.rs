@@ -1,0 +1,76 @@
+//! Where the daemon listens: a TCP address or a unix socket, bound and
+//! turned into a stream of connections for tonic.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use tokio::net::{TcpListener, UnixListener};
+
+/// A listen address from the config: `host:port` or `unix:///path`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ListenAddr {
+    Tcp(String),
+    Unix(PathBuf),
+}
+
+impl ListenAddr {
+    pub fn parse(s: &str) -> Result<ListenAddr, String> {
+        let s = s.trim();
+        if let Some(path) = s.strip_prefix("unix://") {
+            if path.is_empty() {
+                return Err(format!("{s:?}: unix socket path is empty"));
+            }
+            return Ok(ListenAddr::Unix(PathBuf::from(path)));
+        }
+        if s.contains("://") {
+            return Err(format!("{s:?}: use host:port or unix:///path"));
+        }
+        if !s.contains(':') {
+            return Err(format!("{s:?}: missing :port"));
+        }
+        Ok(ListenAddr::Tcp(s.to_string()))
+    }
+}
+
+/// A bound listener.
+pub enum Bound {
+    Tcp(TcpListener, SocketAddr),
+    Unix(UnixListener, PathBuf),
+}
+
+impl Bound {
+    /// Binds `addr`. A stale unix socket file is replaced.
+    pub async fn bind(addr: &ListenAddr) -> std::io::Result<Bound> {
+        match addr {
+            ListenAddr::Tcp(a) => {
+                let l = TcpListener::bind(a).await?;
+                let local = l.local_addr()?;
+                Ok(Bound::Tcp(l, local))
+            }
+            ListenAddr::Unix(p) => {
+                if p.exists() {
+                    std::fs::remove_file(p)?;
+                }
+                if let Some(dir) = p.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                Ok(Bound::Unix(UnixListener::bind(p)?, p.clone()))
+            }
+        }
+    }
+
+    /// The address clients connect to: `http://ip:port` or `unix:///path`.
+    pub fn client_address(&self) -> String {
+        match self {
+            Bound::Tcp(_, a) => format!("http://{a}"),
+            Bound::Unix(_, p) => format!("unix://{}", p.display()),
+        }
+    }
+}
+
+impl fmt::Display for Bound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.client_address())
+    }
+}

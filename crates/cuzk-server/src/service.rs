@@ -1,0 +1,151 @@
+//! The `cuzk.v1.ProvingEngine` service over a cuzk-core [`Engine`].
+
+use std::time::Duration;
+
+use cuzk_core::{AwaitOutcome, Engine};
+use cuzk_proto::v1::*;
+use cuzk_proto::ProvingEngine;
+use tonic::{Request, Response, Status};
+
+use crate::convert::{
+    await_response, job_status, raw_request, submit_status, timeout_response,
+};
+
+/// The gRPC service. Cloning shares the engine.
+#[derive(Clone)]
+pub struct ProvingService {
+    engine: Engine,
+}
+
+impl ProvingService {
+    pub fn new(engine: Engine) -> Self {
+        ProvingService { engine }
+    }
+
+    async fn submit(&self, req: SubmitProofRequest) -> Result<SubmitProofResponse, Status> {
+        let engine = self.engine.clone();
+        let raw = raw_request(req);
+        // Decoding vanilla proofs is CPU work: keep it off the reactor.
+        let submission = tokio::task::spawn_blocking(move || engine.submit(&raw))
+            .await
+            .map_err(|e| Status::internal(format!("submit task failed: {e}")))?
+            .map_err(submit_status)?;
+        Ok(SubmitProofResponse {
+            job_id: submission.job_id,
+            queue_position: submission.queue_position,
+            assigned_gpu: String::new(),
+        })
+    }
+
+    async fn wait(&self, job_id: &str, timeout: Option<Duration>) -> Result<AwaitProofResponse, Status> {
+        if job_id.is_empty() {
+            return Err(Status::invalid_argument("job_id: is empty"));
+        }
+        match self.engine.await_job(job_id, timeout).await.map_err(job_status)? {
+            AwaitOutcome::Done(outcome) => Ok(await_response(job_id, &outcome)),
+            AwaitOutcome::Timeout => Ok(timeout_response(job_id)),
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl ProvingEngine for ProvingService {
+    async fn submit_proof(
+        &self,
+        request: Request<SubmitProofRequest>,
+    ) -> Result<Response<SubmitProofResponse>, Status> {
+        Ok(Response::new(self.submit(request.into_inner()).await?))
+    }
+
+    async fn await_proof(
+        &self,
+        request: Request<AwaitProofRequest>,
+    ) -> Result<Response<AwaitProofResponse>, Status> {
+        let r = request.into_inner();
+        let timeout = (r.timeout_ms > 0).then(|| Duration::from_millis(r.timeout_ms));
+        Ok(Response::new(self.wait(&r.job_id, timeout).await?))
+    }
+
+    async fn prove(
+        &self,
+        request: Request<ProveRequest>,
+    ) -> Result<Response<ProveResponse>, Status> {
+        let submit = request
+            .into_inner()
+            .submit
+            .ok_or_else(|| Status::invalid_argument("submit: is missing"))?;
+        let submitted = self.submit(submit).await?;
+        let result = self.wait(&submitted.job_id, None).await?;
+        Ok(Response::new(ProveResponse {
+            result: Some(result),
+        }))
+    }
+
+    async fn cancel_proof(
+        &self,
+        request: Request<CancelProofRequest>,
+    ) -> Result<Response<CancelProofResponse>, Status> {
+        let job_id = request.into_inner().job_id;
+        if job_id.is_empty() {
+            return Err(Status::invalid_argument("job_id: is empty"));
+        }
+        let was_running = self.engine.cancel(&job_id).map_err(job_status)?;
+        Ok(Response::new(CancelProofResponse { was_running }))
+    }
+
+    async fn get_status(
+        &self,
+        _request: Request<GetStatusRequest>,
+    ) -> Result<Response<GetStatusResponse>, Status> {
+        let s = self.engine.status();
+        Ok(Response::new(GetStatusResponse {
+            // The CPU prover has no GPU, and SRS residency lives inside
+            // filecoin-proofs' own cache in this version: both lists are empty.
+            gpus: Vec::new(),
+            loaded_srs: Vec::new(),
+            queues: s
+                .queues
+                .iter()
+                .map(|q| QueueStatus {
+                    proof_kind: q.kind.as_str().to_string(),
+                    pending: q.pending,
+                    in_progress: q.in_progress,
+                })
+                .collect(),
+            total_proofs_completed: s.completed,
+            total_proofs_failed: s.failed,
+            uptime_seconds: s.uptime.as_secs(),
+            pinned_memory_bytes: 0,
+            pinned_memory_limit_bytes: 0,
+        }))
+    }
+
+    async fn get_metrics(
+        &self,
+        _request: Request<GetMetricsRequest>,
+    ) -> Result<Response<GetMetricsResponse>, Status> {
+        Ok(Response::new(GetMetricsResponse {
+            prometheus_text: self.engine.metrics_text(),
+        }))
+    }
+
+    async fn preload_srs(
+        &self,
+        _request: Request<PreloadSrsRequest>,
+    ) -> Result<Response<PreloadSrsResponse>, Status> {
+        Err(Status::unimplemented(
+            "PreloadSRS is not implemented yet: parameters load on first use and stay \
+             in filecoin-proofs' in-process cache",
+        ))
+    }
+
+    async fn evict_srs(
+        &self,
+        _request: Request<EvictSrsRequest>,
+    ) -> Result<Response<EvictSrsResponse>, Status> {
+        Err(Status::unimplemented(
+            "EvictSRS is not implemented yet: parameters stay in filecoin-proofs' \
+             in-process cache until the daemon exits",
+        ))
+    }
+}

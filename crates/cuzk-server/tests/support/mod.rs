@@ -1,0 +1,116 @@
+//! Shared pieces of the gRPC tests: fixtures (made once, cached outside the
+//! clone), an in-process daemon on an ephemeral port or a unix socket, and
+//! request builders.
+
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use cuzk_core::{Config, ProofKind};
+use cuzk_fixtures::Fixtures;
+use cuzk_proto::v1::{
+    await_proof_response::Status, AwaitProofRequest, AwaitProofResponse, GetStatusRequest,
+    GetStatusResponse, SubmitProofRequest,
+};
+use cuzk_proto::ProvingEngineClient;
+use cuzk_server::convert::submit_request;
+use cuzk_server::Daemon;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tonic::transport::Channel;
+
+/// The fixture set, generated on first use (about half an hour on 2 cores
+/// the very first time; reused afterwards).
+pub fn fixtures() -> &'static Fixtures {
+    static F: OnceLock<Fixtures> = OnceLock::new();
+    F.get_or_init(|| {
+        let dir = cuzk_fixtures::default_dir();
+        eprintln!("test fixtures in {}", dir.display());
+        cuzk_fixtures::ensure(&dir, &mut |p| eprintln!("fixtures: {p:?}"))
+            .expect("fixtures could not be made")
+    })
+}
+
+/// A daemon running inside the test process.
+pub struct TestDaemon {
+    pub addr: String,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<Result<(), cuzk_server::DaemonError>>>,
+}
+
+/// Starts a daemon with one worker on 127.0.0.1:0, after `tweak` edits the config.
+pub async fn start(tweak: impl FnOnce(&mut Config)) -> TestDaemon {
+    let f = fixtures();
+    let mut config = Config::default();
+    config.daemon.listen = "127.0.0.1:0".into();
+    config.daemon.shutdown_grace = Duration::from_secs(120);
+    config.params.cache_dir = Some(f.params_dir());
+    tweak(&mut config);
+    let daemon = Daemon::start(config).await.expect("daemon starts");
+    let addr = daemon.client_address();
+    let (tx, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(daemon.serve(async {
+        let _ = rx.await;
+    }));
+    TestDaemon {
+        addr,
+        stop: Some(tx),
+        task: Some(task),
+    }
+}
+
+impl TestDaemon {
+    pub async fn client(&self) -> ProvingEngineClient<Channel> {
+        cuzk_server::connect(&self.addr).await.expect("connect")
+    }
+
+    /// Graceful stop; asserts the server ended cleanly.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            t.await.expect("server task").expect("server ended cleanly");
+        }
+    }
+}
+
+/// A valid request of `kind` from the fixtures.
+pub fn request(kind: ProofKind) -> SubmitProofRequest {
+    submit_request(fixtures().request(kind).expect("fixture request"))
+}
+
+/// Waits (without a limit) for a job.
+pub async fn await_job(c: &mut ProvingEngineClient<Channel>, job_id: &str) -> AwaitProofResponse {
+    c.await_proof(AwaitProofRequest {
+        job_id: job_id.to_string(),
+        timeout_ms: 0,
+    })
+    .await
+    .expect("AwaitProof")
+    .into_inner()
+}
+
+pub fn status_of(r: &AwaitProofResponse) -> Status {
+    Status::try_from(r.status).expect("known status")
+}
+
+pub async fn get_status(c: &mut ProvingEngineClient<Channel>) -> GetStatusResponse {
+    c.get_status(GetStatusRequest {})
+        .await
+        .expect("GetStatus answers")
+        .into_inner()
+}
+
+/// Polls until `kind` has a job in progress.
+pub async fn wait_running(c: &mut ProvingEngineClient<Channel>, kind: ProofKind) {
+    for _ in 0..2000 {
+        let s = get_status(c).await;
+        if s.queues.iter().any(|q| q.proof_kind == kind.as_str() && q.in_progress > 0) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no {kind} job started");
+}
