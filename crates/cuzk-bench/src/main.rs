@@ -7,6 +7,7 @@
 mod commands;
 mod demo;
 mod progress;
+mod prover_bench;
 
 use std::path::PathBuf;
 
@@ -102,6 +103,26 @@ enum Command {
         #[command(flatten)]
         fixtures: FixtureDir,
     },
+    /// Time bellperson's CPU prover and ours on the same circuit, SRS, r and
+    /// s; ends with `ratio_vs_bellperson=<x>`.
+    ProverBench {
+        #[arg(long, value_parser = parse_kind, default_value = "porep")]
+        kind: ProofKind,
+        /// Sector size (only 2KiB fixtures exist).
+        #[arg(long, default_value = "2KiB")]
+        sector_size: String,
+        /// Runs per prover; the best time counts.
+        #[arg(long, default_value_t = 1)]
+        runs: usize,
+        /// Internal: run one prover and print its measurements.
+        #[arg(long, value_enum, default_value = "both")]
+        r#impl: prover_bench::Impl,
+        /// Internal: print the measurements as one JSON line.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        fixtures: FixtureDir,
+    },
 }
 
 fn parse_kind(s: &str) -> Result<ProofKind, String> {
@@ -151,6 +172,29 @@ fn main() -> Result<()> {
         } => runtime.block_on(commands::batch(&target.addr, &fixtures.dir(), kind, count, concurrency)),
         Command::Status { target } => runtime.block_on(commands::status(&target.addr)),
         Command::Metrics { target } => runtime.block_on(commands::metrics(&target.addr)),
+        Command::ProverBench {
+            kind,
+            sector_size,
+            runs,
+            r#impl,
+            json,
+            fixtures,
+        } => {
+            check_sector_size(&sector_size)?;
+            let dir = fixtures.dir();
+            if r#impl == prover_bench::Impl::Both {
+                commands::gen_fixtures(&dir)?;
+                prover_bench::compare(kind, &dir, runs)
+            } else {
+                let run = prover_bench::measure(kind, &dir, r#impl)?;
+                if json {
+                    println!("{}", serde_json::to_string(&run)?);
+                } else {
+                    println!("{run:#?}");
+                }
+                Ok(())
+            }
+        }
         Command::Demo { fixtures } => {
             let ok = runtime.block_on(demo::run(&fixtures.dir()))?;
             if !ok {

@@ -80,6 +80,9 @@ pub struct ParamsConfig {
     /// Directory of `.params` / `.vk` files. Unset: `$FIL_PROOFS_PARAMETER_CACHE`,
     /// else `/var/tmp/filecoin-proof-parameters`.
     pub cache_dir: Option<PathBuf>,
+    /// Check that every SRS point is in the prime-order subgroup when loading
+    /// (slower; the files are checksummed when fetched).
+    pub check_subgroup: bool,
 }
 
 impl ParamsConfig {

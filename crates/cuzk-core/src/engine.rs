@@ -130,6 +130,8 @@ pub struct EngineStatus {
     pub failed: u64,
     pub cancelled: u64,
     pub uptime: Duration,
+    /// Resident SRS of the prover.
+    pub srs: Vec<crate::srs_cache::SrsEntry>,
 }
 
 /// The proving engine. Cheap to clone; clones share one engine.
@@ -189,6 +191,7 @@ impl Engine {
             let reason = match e {
                 SubmitError::Request(RequestError::InvalidArgument { .. }) => "invalid_argument",
                 SubmitError::Request(RequestError::FailedPrecondition(_)) => "failed_precondition",
+                SubmitError::Request(RequestError::Unimplemented(_)) => "unimplemented",
                 SubmitError::RequestIdConflict { .. } => "request_id_conflict",
                 SubmitError::ShuttingDown => "shutting_down",
             };
@@ -240,9 +243,10 @@ impl Engine {
         let queue_position = st.queue.range(..key).count() as u32;
         st.queue.insert(key, job.clone());
         st.jobs.insert(job_id.clone(), job.clone());
+        // Gauges move under the state lock, in step with the queue.
+        self.inner.metrics.job_submitted(kind);
         drop(st);
         self.inner.work.notify_one();
-        self.inner.metrics.job_submitted(kind);
         info!(
             job_id = %job_id,
             kind = %kind,
@@ -310,9 +314,8 @@ impl Engine {
         }
         if st.queue.remove(&QueueKey::of(&job)).is_some() {
             self.inner.metrics.job_left_queue(job.kind);
-            if job.finish(job.unfinished(JobStatus::Cancelled, "cancelled while queued".into())) {
-                count_end(&mut st, &self.inner.metrics, job.kind, JobStatus::Cancelled);
-            }
+            let outcome = job.unfinished(JobStatus::Cancelled, "cancelled while queued".into());
+            end_job(&mut st, &self.inner.metrics, &job, outcome);
             info!(job_id, "queued job cancelled");
             Ok(false)
         } else {
@@ -350,6 +353,7 @@ impl Engine {
             failed: st.failed,
             cancelled: st.cancelled,
             uptime: self.inner.started.elapsed(),
+            srs: self.inner.prover.srs_entries(),
         }
     }
 
@@ -367,12 +371,11 @@ impl Engine {
             let queued: Vec<_> = std::mem::take(&mut st.queue).into_values().collect();
             for job in &queued {
                 self.inner.metrics.job_left_queue(job.kind);
-                if job.finish(job.unfinished(
+                let outcome = job.unfinished(
                     JobStatus::Failed,
                     "daemon shutting down; the job was never started".into(),
-                )) {
-                    count_end(&mut st, &self.inner.metrics, job.kind, JobStatus::Failed);
-                }
+                );
+                end_job(&mut st, &self.inner.metrics, job, outcome);
             }
             queued.len()
         };
@@ -388,12 +391,11 @@ impl Engine {
                 let mut st = self.inner.lock();
                 for job in running {
                     warn!(job_id = %job.id, "job still running at the end of the shutdown grace; failing it");
-                    if job.finish(job.unfinished(
+                    let outcome = job.unfinished(
                         JobStatus::Failed,
                         "daemon stopped before the job finished".into(),
-                    )) {
-                        count_end(&mut st, &self.inner.metrics, job.kind, JobStatus::Failed);
-                    }
+                    );
+                    end_job(&mut st, &self.inner.metrics, &job, outcome);
                 }
                 break;
             }
@@ -434,14 +436,20 @@ fn existing_job(
     }))
 }
 
-/// Counts a job's end in the totals and metrics (caller holds the lock).
-fn count_end(st: &mut State, metrics: &Metrics, kind: ProofKind, status: JobStatus) {
-    match status {
+/// Ends a job unless it has ended already, counting the end in the totals
+/// and metrics first, so whoever sees the job done sees the figures too.
+/// Every end goes through here, with the state lock held.
+fn end_job(st: &mut State, metrics: &Metrics, job: &Job, outcome: JobOutcome) -> bool {
+    if job.phase().is_done() {
+        return false;
+    }
+    match outcome.status {
         JobStatus::Completed => st.completed += 1,
         JobStatus::Failed => st.failed += 1,
         JobStatus::Cancelled => st.cancelled += 1,
     }
-    metrics.job_finished(kind, status);
+    metrics.job_finished(job.kind, outcome.status);
+    job.finish(outcome)
 }
 
 /// Forgets jobs that ended more than `retention` ago.
@@ -464,15 +472,14 @@ fn worker_loop(inner: Arc<Inner>, worker: usize) {
                 }
                 if let Some((_, job)) = st.queue.pop_first() {
                     st.running[worker] = Some(job.clone());
+                    inner.metrics.job_left_queue(job.kind);
+                    inner.metrics.job_started(job.kind);
                     break job;
                 }
                 st = inner.work.wait(st).unwrap_or_else(|p| p.into_inner());
             }
         };
-        inner.metrics.job_left_queue(job.kind);
-        inner.metrics.job_started(job.kind);
         let outcome = run_job(&inner, &job, worker);
-        inner.metrics.job_stopped_running(job.kind);
 
         let status = outcome.status;
         let timings = outcome.timings;
@@ -482,10 +489,13 @@ fn worker_loop(inner: Arc<Inner>, worker: usize) {
             // lock, so nobody who sees the job done sees stale figures.
             let mut st = inner.lock();
             st.running[worker] = None;
-            if job.finish(outcome) {
-                count_end(&mut st, &inner.metrics, job.kind, status);
+            inner.metrics.job_stopped_running(job.kind);
+            if !job.phase().is_done() {
                 for (stage, d) in [
                     (Stage::QueueWait, timings.queue_wait),
+                    (Stage::SrsLoad, timings.srs_load),
+                    (Stage::Synthesis, timings.synthesis),
+                    (Stage::Compute, timings.compute),
                     (Stage::Prove, timings.prove),
                     (Stage::Verify, timings.verify),
                     (Stage::Total, timings.total),
@@ -493,6 +503,7 @@ fn worker_loop(inner: Arc<Inner>, worker: usize) {
                     inner.metrics.stage(job.kind, stage, d);
                 }
             }
+            end_job(&mut st, &inner.metrics, &job, outcome);
         }
         match status {
             JobStatus::Completed => info!(
@@ -527,6 +538,11 @@ fn run_job(inner: &Inner, job: &Job, worker: usize) -> JobOutcome {
         prove,
         ..Default::default()
     };
+    if let Ok(out) = &proved {
+        timings.srs_load = out.srs_load;
+        timings.synthesis = out.synthesis;
+        timings.compute = out.compute;
+    }
     let finish = |status, proof, error: String, mut timings: JobTimings| {
         timings.total = job.submitted.elapsed();
         JobOutcome {
@@ -540,7 +556,7 @@ fn run_job(inner: &Inner, job: &Job, worker: usize) -> JobOutcome {
         return finish(JobStatus::Cancelled, Vec::new(), "cancelled while running".into(), timings);
     }
     let proof = match proved {
-        Ok(p) => p,
+        Ok(out) => out.proof,
         Err(e) => return finish(JobStatus::Failed, Vec::new(), format!("proving failed: {e}"), timings),
     };
 

@@ -39,8 +39,14 @@ impl JobStatus {
 pub struct JobTimings {
     /// Submit to start of proving.
     pub queue_wait: Duration,
-    /// Inside the prover (parameter load, synthesis, compute).
+    /// Inside the prover (SRS load, synthesis, compute).
     pub prove: Duration,
+    /// Part of `prove`: loading the SRS (zero when resident).
+    pub srs_load: Duration,
+    /// Part of `prove`: building and synthesizing circuits.
+    pub synthesis: Duration,
+    /// Part of `prove`: the backend (H polynomial, MSMs, assembly).
+    pub compute: Duration,
     /// Verifying the proof.
     pub verify: Duration,
     /// Submit to end.

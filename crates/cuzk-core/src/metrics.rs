@@ -28,6 +28,9 @@ pub struct Metrics {
 #[derive(Clone, Copy, Debug)]
 pub enum Stage {
     QueueWait,
+    SrsLoad,
+    Synthesis,
+    Compute,
     Prove,
     Verify,
     Total,
@@ -37,6 +40,9 @@ impl Stage {
     fn as_str(self) -> &'static str {
         match self {
             Stage::QueueWait => "queue_wait",
+            Stage::SrsLoad => "srs_load",
+            Stage::Synthesis => "synthesis",
+            Stage::Compute => "compute",
             Stage::Prove => "prove",
             Stage::Verify => "verify",
             Stage::Total => "total",
@@ -81,7 +87,7 @@ impl Metrics {
         let stage_seconds = HistogramVec::new(
             HistogramOpts::new(
                 "cuzk_job_stage_seconds",
-                "Time per job stage (queue_wait, prove, verify, total), by proof kind",
+                "Time per job stage (queue_wait, srs_load, synthesis, compute, prove, verify, total), by proof kind",
             )
             .buckets(vec![
                 0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,

@@ -69,6 +69,9 @@ pub enum RequestError {
     /// (for example, the circuit's parameters are not in the cache).
     #[error("{0}")]
     FailedPrecondition(String),
+    /// A valid request for something this daemon does not do yet.
+    #[error("{0}")]
+    Unimplemented(String),
 }
 
 fn invalid(field: impl Into<String>, message: impl Into<String>) -> RequestError {
@@ -243,6 +246,11 @@ impl RawRequest {
         &self,
         seal: filecoin_proofs_api::RegisteredSealProof,
     ) -> Result<ProofInput, RequestError> {
+        if seal.feature_enabled(filecoin_proofs_api::ApiFeature::NonInteractivePoRep) {
+            return Err(RequestError::Unimplemented(format!(
+                "{seal:?}: non-interactive PoRep (aggregated proofs) is not supported yet"
+            )));
+        }
         if self.vanilla_proof.is_empty() {
             return Err(invalid(
                 "vanilla_proof",

@@ -10,7 +10,7 @@ use cuzk_core::config::EngineConfig;
 use cuzk_core::engine::SubmitError;
 use cuzk_core::{
     AwaitOutcome, Engine, JobError, JobStatus, Priority, ProofInput, ProofRequest, ProofType,
-    Prover,
+    ProveOutput, Prover,
 };
 use filecoin_proofs_api::{RegisteredPoStProof, SectorId};
 
@@ -31,9 +31,8 @@ struct Scripted {
     scripts: Mutex<HashMap<u8, Script>>,
     gate: Mutex<bool>,
     gate_cv: Condvar,
-    /// Marker of the job currently inside prove(), if any.
-    inside: Mutex<Option<u8>>,
-    inside_cv: Condvar,
+    /// Signalled when a job enters prove() (its marker joins `log`).
+    entered: Condvar,
 }
 
 impl Scripted {
@@ -52,13 +51,14 @@ impl Scripted {
     fn log(&self) -> Vec<u8> {
         self.log.lock().unwrap().clone()
     }
-    /// Blocks until the job with `marker` is inside prove().
+    /// Blocks until the job with `marker` has entered prove().
     fn wait_inside(&self, marker: u8) {
-        let g = self.inside.lock().unwrap();
-        let _g = self
-            .inside_cv
-            .wait_timeout_while(g, Duration::from_secs(10), |m| *m != Some(marker))
+        let g = self.log.lock().unwrap();
+        let (_g, timeout) = self
+            .entered
+            .wait_timeout_while(g, Duration::from_secs(10), |log| !log.contains(&marker))
             .unwrap();
+        assert!(!timeout.timed_out(), "job {marker} never started");
     }
 }
 
@@ -73,18 +73,22 @@ impl Prover for Scripted {
     fn name(&self) -> String {
         "scripted".into()
     }
-    fn prove(&self, req: &ProofRequest) -> Result<Vec<u8>, String> {
+    fn prove(&self, req: &ProofRequest) -> Result<ProveOutput, String> {
         let m = marker(req);
         self.log.lock().unwrap().push(m);
-        *self.inside.lock().unwrap() = Some(m);
-        self.inside_cv.notify_all();
+        self.entered.notify_all();
         let g = self.gate.lock().unwrap();
         drop(self.gate_cv.wait_while(g, |held| *held).unwrap());
-        *self.inside.lock().unwrap() = None;
         let script = self.scripts.lock().unwrap().get(&m).copied();
+        let proof = |p| {
+            Ok(ProveOutput {
+                proof: p,
+                ..Default::default()
+            })
+        };
         match script.unwrap_or(Script::Prove) {
-            Script::Prove => Ok(vec![m; 192]),
-            Script::BadProof => Ok(vec![0xff; 192]),
+            Script::Prove => proof(vec![m; 192]),
+            Script::BadProof => proof(vec![0xff; 192]),
             Script::FailProve => Err(format!("scripted failure of {m}")),
             Script::Panic => panic!("scripted panic of {m}"),
         }

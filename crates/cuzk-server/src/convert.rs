@@ -65,12 +65,10 @@ pub fn await_response(job_id: &str, outcome: &JobOutcome) -> AwaitProofResponse 
         proof: outcome.proof.clone(),
         error_message: outcome.error.clone(),
         queue_wait_ms: ms(t.queue_wait),
-        // The filecoin-proofs prover loads parameters and synthesises inside
-        // one call: those stages are not measured apart (0), and the whole
-        // prover call is reported as compute time.
-        srs_load_ms: 0,
-        synthesis_ms: 0,
-        gpu_compute_ms: ms(t.prove),
+        srs_load_ms: ms(t.srs_load),
+        synthesis_ms: ms(t.synthesis),
+        // The prover backend's time, whichever device it runs on.
+        gpu_compute_ms: ms(t.compute),
         total_ms: ms(t.total),
         verify_ms: ms(t.verify),
         prove_ms: ms(t.prove),
@@ -96,6 +94,7 @@ pub fn submit_status(e: SubmitError) -> Status {
         SubmitError::Request(RequestError::FailedPrecondition(_)) => {
             Status::failed_precondition(e.to_string())
         }
+        SubmitError::Request(RequestError::Unimplemented(_)) => Status::unimplemented(e.to_string()),
         SubmitError::RequestIdConflict { .. } => Status::already_exists(e.to_string()),
         SubmitError::ShuttingDown => Status::unavailable(e.to_string()),
     }

@@ -4,7 +4,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use cuzk_core::{Config, Engine, FilecoinApiProver, Prover};
+use cuzk_core::{Config, CuzkProver, Engine, Prover, SrsCache};
+use cuzk_prover::CpuBackend;
 use cuzk_proto::ProvingEngineServer;
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tracing::{info, warn};
@@ -39,10 +40,14 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Fixes the parameter cache, starts the engine with the CPU prover and
-    /// binds the listen address.
+    /// Fixes the parameter cache, starts the engine with our prover on the
+    /// CPU backend and binds the listen address.
     pub async fn start(config: Config) -> Result<Daemon, DaemonError> {
-        Self::start_with_prover(config, Arc::new(FilecoinApiProver)).await
+        let prover = CuzkProver::new(
+            Arc::new(CpuBackend),
+            SrsCache::new(config.params.check_subgroup),
+        );
+        Self::start_with_prover(config, Arc::new(prover)).await
     }
 
     /// As [`Daemon::start`], with any prover.

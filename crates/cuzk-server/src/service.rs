@@ -99,10 +99,18 @@ impl ProvingEngine for ProvingService {
     ) -> Result<Response<GetStatusResponse>, Status> {
         let s = self.engine.status();
         Ok(Response::new(GetStatusResponse {
-            // The CPU prover has no GPU, and SRS residency lives inside
-            // filecoin-proofs' own cache in this version: both lists are empty.
+            // The CPU backend has no GPU.
             gpus: Vec::new(),
-            loaded_srs: Vec::new(),
+            loaded_srs: s
+                .srs
+                .iter()
+                .map(|e| SrsStatus {
+                    circuit_id: e.circuit_id.clone(),
+                    tier: srs_status::Tier::Hot as i32,
+                    size_bytes: e.bytes,
+                    ref_count: e.in_use,
+                })
+                .collect(),
             queues: s
                 .queues
                 .iter()
@@ -134,8 +142,7 @@ impl ProvingEngine for ProvingService {
         _request: Request<PreloadSrsRequest>,
     ) -> Result<Response<PreloadSrsResponse>, Status> {
         Err(Status::unimplemented(
-            "PreloadSRS is not implemented yet: parameters load on first use and stay \
-             in filecoin-proofs' in-process cache",
+            "PreloadSRS is not implemented yet: an SRS loads on first use and stays resident",
         ))
     }
 
@@ -144,8 +151,7 @@ impl ProvingEngine for ProvingService {
         _request: Request<EvictSrsRequest>,
     ) -> Result<Response<EvictSrsResponse>, Status> {
         Err(Status::unimplemented(
-            "EvictSRS is not implemented yet: parameters stay in filecoin-proofs' \
-             in-process cache until the daemon exits",
+            "EvictSRS is not implemented yet: a loaded SRS stays resident until the daemon exits",
         ))
     }
 }

@@ -1,0 +1,87 @@
+//! cuzk-circuits: the Filecoin circuits, one partition at a time.
+//!
+//! Each proof kind's inputs (a C1 output, PoSt vanilla proofs, SnapDeals
+//! partition proofs) become a [`PartitionSource`]: it knows how many
+//! partitions the proof has and synthesizes partition `k` into a
+//! `cuzk_prover::PartitionWitness`, building the circuit exactly as
+//! filecoin-proofs does (`CompoundProof::circuit` with the same public
+//! inputs and parameters), so proofs made from these witnesses verify with
+//! filecoin-proofs' verifiers. For reference and benchmarks, a source can
+//! also prove its circuits with bellperson's own prover.
+
+mod porep;
+mod post;
+mod snap;
+
+use bellperson::groth16::{Parameters, Proof as BellpersonProof};
+use blstrs::{Bls12, Scalar};
+use cuzk_prover::{SynthError, Synthesized};
+
+pub use porep::porep_source;
+pub use post::{window_post_source, winning_post_source};
+pub use snap::snap_source;
+
+/// Why circuits could not be built or synthesized.
+#[derive(Debug, thiserror::Error)]
+pub enum CircuitError {
+    #[error("cannot decode the vanilla proofs: {0}")]
+    Decode(String),
+    #[error("cannot build the circuit: {0}")]
+    Build(String),
+    #[error("partition {k} does not exist (the proof has {count})")]
+    NoPartition { k: usize, count: usize },
+    #[error("partition {k}: {source}")]
+    Synth { k: usize, source: SynthError },
+    #[error("bellperson: {0}")]
+    Bellperson(String),
+}
+
+impl CircuitError {
+    pub(crate) fn build(e: anyhow::Error) -> CircuitError {
+        CircuitError::Build(format!("{e:#}"))
+    }
+}
+
+/// The partitions of one proof, ready to synthesize.
+pub trait PartitionSource: Send + Sync {
+    /// Number of partitions (Groth16 proofs) the proof is made of.
+    fn partitions(&self) -> usize;
+
+    /// Synthesizes partition `k` (and checks it is satisfied).
+    fn synthesize(&self, k: usize) -> Result<Synthesized, CircuitError>;
+
+    /// bellperson's CPU prover on the same circuits, all partitions, with
+    /// the given randomisers: the reference our proofs are compared with.
+    fn bellperson_proofs(
+        &self,
+        params: &Parameters<Bls12>,
+        r: Vec<Scalar>,
+        s: Vec<Scalar>,
+    ) -> Result<Vec<BellpersonProof<Bls12>>, CircuitError>;
+}
+
+/// Synthesizes one circuit into a witness, naming the partition on failure.
+pub(crate) fn synth_partition<C: bellperson::Circuit<Scalar>>(
+    k: usize,
+    circuit: C,
+) -> Result<Synthesized, CircuitError> {
+    cuzk_prover::synthesize(circuit).map_err(|source| CircuitError::Synth { k, source })
+}
+
+pub(crate) fn check_k(k: usize, count: usize) -> Result<(), CircuitError> {
+    if k < count {
+        Ok(())
+    } else {
+        Err(CircuitError::NoPartition { k, count })
+    }
+}
+
+pub(crate) fn bellperson_batch<C: bellperson::Circuit<Scalar> + Send>(
+    circuits: Vec<C>,
+    params: &Parameters<Bls12>,
+    r: Vec<Scalar>,
+    s: Vec<Scalar>,
+) -> Result<Vec<BellpersonProof<Bls12>>, CircuitError> {
+    bellperson::groth16::create_proof_batch(circuits, params, r, s)
+        .map_err(|e| CircuitError::Bellperson(e.to_string()))
+}

@@ -1,0 +1,168 @@
+//! WinningPoSt and WindowPoSt (one partition) circuits from vanilla proofs.
+
+use bellperson::groth16::{Parameters, Proof as BellpersonProof};
+use blstrs::{Bls12, Scalar};
+use filecoin_proofs::parameters::{window_post_setup_params, winning_post_setup_params};
+use filecoin_proofs::{
+    as_safe_commitment, partition_vanilla_proofs, single_partition_vanilla_proofs, with_shape,
+    PoStConfig,
+};
+use filecoin_proofs_api::{
+    ChallengeSeed, FallbackPoStSectorProof, MerkleTreeTrait, ProverId, RegisteredPoStProof,
+};
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_post::fallback::{
+    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
+};
+
+use crate::{bellperson_batch, check_k, synth_partition, CircuitError, PartitionSource};
+use cuzk_prover::Synthesized;
+
+type Compound<Tree> = FallbackPoStCompound<Tree>;
+
+struct PostSource<Tree: 'static + MerkleTreeTrait> {
+    public_inputs: fallback::PublicInputs<<Tree::Hasher as filecoin_hashers::Hasher>::Domain>,
+    params: fallback::PublicParams,
+    /// One vanilla proof per partition.
+    partitions: Vec<fallback::Proof<<Tree as MerkleTreeTrait>::Proof>>,
+}
+
+/// A WinningPoSt proof's partitions (always one), as
+/// `generate_winning_post_with_vanilla` builds them.
+pub fn winning_post_source(
+    post_type: RegisteredPoStProof,
+    randomness: &ChallengeSeed,
+    prover_id: ProverId,
+    vanilla_proofs: &[Vec<u8>],
+) -> Result<Box<dyn PartitionSource>, CircuitError> {
+    with_shape!(
+        u64::from(post_type.sector_size()),
+        build,
+        post_type,
+        randomness,
+        prover_id,
+        vanilla_proofs,
+        None
+    )
+}
+
+/// One WindowPoSt partition, as `generate_single_window_post_with_vanilla`
+/// builds it: `vanilla_proofs` are the partition's sectors.
+pub fn window_post_source(
+    post_type: RegisteredPoStProof,
+    randomness: &ChallengeSeed,
+    prover_id: ProverId,
+    vanilla_proofs: &[Vec<u8>],
+    partition_index: usize,
+) -> Result<Box<dyn PartitionSource>, CircuitError> {
+    with_shape!(
+        u64::from(post_type.sector_size()),
+        build,
+        post_type,
+        randomness,
+        prover_id,
+        vanilla_proofs,
+        Some(partition_index)
+    )
+}
+
+fn build<Tree: 'static + MerkleTreeTrait>(
+    post_type: RegisteredPoStProof,
+    randomness: &ChallengeSeed,
+    prover_id: ProverId,
+    vanilla_bytes: &[Vec<u8>],
+    window_partition: Option<usize>,
+) -> Result<Box<dyn PartitionSource>, CircuitError> {
+    let config: PoStConfig = post_type.as_v1_config();
+    let vanilla: Vec<FallbackPoStSectorProof<Tree>> = vanilla_bytes
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            bincode::deserialize(b)
+                .map_err(|e| CircuitError::Decode(format!("vanilla_proofs[{i}]: {e}")))
+        })
+        .collect::<Result<_, _>>()?;
+    if vanilla.is_empty() {
+        return Err(CircuitError::Decode("no vanilla proofs".into()));
+    }
+    let public_inputs = fallback::PublicInputs {
+        randomness: as_safe_commitment(randomness, "randomness").map_err(CircuitError::build)?,
+        prover_id: as_safe_commitment(&prover_id, "prover_id").map_err(CircuitError::build)?,
+        sectors: vanilla
+            .iter()
+            .map(|p| PublicSector {
+                id: p.sector_id,
+                comm_r: p.comm_r,
+            })
+            .collect(),
+        k: window_partition,
+    };
+    let (vanilla_params, partitions) = match window_partition {
+        None => {
+            if vanilla.len() != config.sector_count {
+                return Err(CircuitError::Decode(format!(
+                    "WinningPoSt takes {} vanilla proofs, got {}",
+                    config.sector_count,
+                    vanilla.len()
+                )));
+            }
+            (winning_post_setup_params(&config).map_err(CircuitError::build)?, None)
+        }
+        Some(_) => (window_post_setup_params(&config), Some(1)),
+    };
+    let setup = compound_proof::SetupParams {
+        vanilla_params,
+        partitions,
+        priority: false,
+    };
+    let params = <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>>>::setup(&setup)
+        .map_err(CircuitError::build)?
+        .vanilla_params;
+    let partitions = match window_partition {
+        None => partition_vanilla_proofs(&config, &params, &public_inputs, 1, &vanilla),
+        Some(_) => single_partition_vanilla_proofs(&config, &params, &public_inputs, &vanilla)
+            .map(|p| vec![p]),
+    }
+    .map_err(CircuitError::build)?;
+    Ok(Box::new(PostSource::<Tree> {
+        public_inputs,
+        params,
+        partitions,
+    }))
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PostSource<Tree> {
+    fn circuit(&self, k: usize) -> Result<FallbackPoStCircuit<Tree>, CircuitError> {
+        <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>>>::circuit(
+            &self.public_inputs,
+            Default::default(),
+            &self.partitions[k],
+            &self.params,
+            Some(k),
+        )
+        .map_err(CircuitError::build)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PartitionSource for PostSource<Tree> {
+    fn partitions(&self) -> usize {
+        self.partitions.len()
+    }
+
+    fn synthesize(&self, k: usize) -> Result<Synthesized, CircuitError> {
+        check_k(k, self.partitions())?;
+        synth_partition(k, self.circuit(k)?)
+    }
+
+    fn bellperson_proofs(
+        &self,
+        params: &Parameters<Bls12>,
+        r: Vec<Scalar>,
+        s: Vec<Scalar>,
+    ) -> Result<Vec<BellpersonProof<Bls12>>, CircuitError> {
+        let circuits = (0..self.partitions())
+            .map(|k| self.circuit(k))
+            .collect::<Result<Vec<_>, _>>()?;
+        bellperson_batch(circuits, params, r, s)
+    }
+}

@@ -1,0 +1,136 @@
+//! SnapDeals (empty sector update): one circuit per partition proof.
+
+use bellperson::groth16::{Parameters, Proof as BellpersonProof};
+use blstrs::{Bls12, Scalar};
+use filecoin_hashers::Domain;
+use filecoin_proofs::types::SectorUpdateConfig;
+use filecoin_proofs::{with_shape, DefaultPieceDomain, PartitionProof};
+use filecoin_proofs_api::{Commitment, MerkleTreeTrait, RegisteredUpdateProof};
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_update::constants::TreeRHasher;
+use storage_proofs_update::{
+    EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PublicInputs,
+    PublicParams, SetupParams,
+};
+
+use crate::{bellperson_batch, check_k, synth_partition, CircuitError, PartitionSource};
+use cuzk_prover::Synthesized;
+
+struct SnapSource<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
+    public_inputs: PublicInputs,
+    params: PublicParams,
+    vanilla: Vec<PartitionProof<Tree>>,
+}
+
+/// A SnapDeals proof's partitions, as
+/// `generate_empty_sector_update_proof_with_vanilla` builds them.
+pub fn snap_source(
+    update_type: RegisteredUpdateProof,
+    vanilla_proofs: &[Vec<u8>],
+    comm_r_old: &Commitment,
+    comm_r_new: &Commitment,
+    comm_d_new: &Commitment,
+) -> Result<Box<dyn PartitionSource>, CircuitError> {
+    with_shape!(
+        u64::from(update_type.sector_size()),
+        build,
+        update_type,
+        vanilla_proofs,
+        comm_r_old,
+        comm_r_new,
+        comm_d_new
+    )
+}
+
+fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    update_type: RegisteredUpdateProof,
+    vanilla_bytes: &[Vec<u8>],
+    comm_r_old: &Commitment,
+    comm_r_new: &Commitment,
+    comm_d_new: &Commitment,
+) -> Result<Box<dyn PartitionSource>, CircuitError> {
+    let config = SectorUpdateConfig::from_porep_config(&update_type.as_v1_config());
+    let partitions = usize::from(config.update_partitions);
+    let vanilla: Vec<PartitionProof<Tree>> = vanilla_bytes
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            bincode::deserialize(b)
+                .map_err(|e| CircuitError::Decode(format!("vanilla_proofs[{i}]: {e}")))
+        })
+        .collect::<Result<_, _>>()?;
+    if vanilla.len() != partitions {
+        return Err(CircuitError::Decode(format!(
+            "SnapDeals takes {partitions} partition proofs, got {}",
+            vanilla.len()
+        )));
+    }
+    let domain = |c: &Commitment| {
+        <TreeRHasher as filecoin_hashers::Hasher>::Domain::try_from_bytes(c)
+            .map_err(CircuitError::build)
+    };
+    let public_inputs = PublicInputs {
+        k: partitions,
+        comm_r_old: domain(comm_r_old)?,
+        comm_d_new: DefaultPieceDomain::try_from_bytes(comm_d_new).map_err(CircuitError::build)?,
+        comm_r_new: domain(comm_r_new)?,
+        h: config.h,
+    };
+    let setup = compound_proof::SetupParams {
+        vanilla_params: SetupParams {
+            sector_bytes: u64::from(config.sector_size),
+        },
+        partitions: Some(partitions),
+        priority: false,
+    };
+    let params = <EmptySectorUpdateCompound<Tree> as CompoundProof<
+        EmptySectorUpdate<Tree>,
+        EmptySectorUpdateCircuit<Tree>,
+    >>::setup(&setup)
+    .map_err(CircuitError::build)?
+    .vanilla_params;
+    Ok(Box::new(SnapSource {
+        public_inputs,
+        params,
+        vanilla,
+    }))
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapSource<Tree> {
+    fn circuit(&self, k: usize) -> Result<EmptySectorUpdateCircuit<Tree>, CircuitError> {
+        <EmptySectorUpdateCompound<Tree> as CompoundProof<
+            EmptySectorUpdate<Tree>,
+            EmptySectorUpdateCircuit<Tree>,
+        >>::circuit(
+            &self.public_inputs,
+            Default::default(),
+            &self.vanilla[k],
+            &self.params,
+            Some(k),
+        )
+        .map_err(CircuitError::build)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionSource for SnapSource<Tree> {
+    fn partitions(&self) -> usize {
+        self.vanilla.len()
+    }
+
+    fn synthesize(&self, k: usize) -> Result<Synthesized, CircuitError> {
+        check_k(k, self.partitions())?;
+        synth_partition(k, self.circuit(k)?)
+    }
+
+    fn bellperson_proofs(
+        &self,
+        params: &Parameters<Bls12>,
+        r: Vec<Scalar>,
+        s: Vec<Scalar>,
+    ) -> Result<Vec<BellpersonProof<Bls12>>, CircuitError> {
+        let circuits = (0..self.partitions())
+            .map(|k| self.circuit(k))
+            .collect::<Result<Vec<_>, _>>()?;
+        bellperson_batch(circuits, params, r, s)
+    }
+}

@@ -1,0 +1,136 @@
+//! The prover backend interface: witnesses and an SRS in, proofs out.
+//!
+//! The engine drives any [`ProverBackend`] — the CPU backend here, a CUDA
+//! backend elsewhere — without knowing which. An [`SrsRef`] is a borrowed
+//! view of the SRS points, whatever holds them (decoded in memory, a
+//! memory-mapped warm file, or bellperson's own parameters in tests).
+
+use std::time::Duration;
+
+use blstrs::{G1Affine, G2Affine, Scalar};
+
+use crate::msm::MsmShape;
+use crate::proof::Proof;
+use crate::synth::PartitionWitness;
+
+/// Borrowed SRS points of one circuit.
+#[derive(Clone, Copy, Debug)]
+pub struct SrsRef<'a> {
+    pub alpha_g1: G1Affine,
+    pub beta_g1: G1Affine,
+    pub beta_g2: G2Affine,
+    pub delta_g1: G1Affine,
+    pub delta_g2: G2Affine,
+    /// n−1 points for the H polynomial (n = domain size).
+    pub h: &'a [G1Affine],
+    /// One point per aux variable.
+    pub l: &'a [G1Affine],
+    /// Inputs, then aux variables with A density.
+    pub a: &'a [G1Affine],
+    /// Inputs with B density, then aux variables with B density.
+    pub b_g1: &'a [G1Affine],
+    pub b_g2: &'a [G2Affine],
+}
+
+impl crate::srs::Srs {
+    /// A view of the decoded points.
+    pub fn as_srs_ref(&self) -> SrsRef<'_> {
+        SrsRef {
+            alpha_g1: self.vk.alpha_g1,
+            beta_g1: self.vk.beta_g1,
+            beta_g2: self.vk.beta_g2,
+            delta_g1: self.vk.delta_g1,
+            delta_g2: self.vk.delta_g2,
+            h: &self.h,
+            l: &self.l,
+            a: &self.a,
+            b_g1: &self.b_g1,
+            b_g2: &self.b_g2,
+        }
+    }
+}
+
+impl crate::srs::WarmSrs {
+    /// A view of the memory-mapped points.
+    pub fn as_srs_ref(&self) -> SrsRef<'_> {
+        let vk = self.vk();
+        SrsRef {
+            alpha_g1: vk.alpha_g1,
+            beta_g1: vk.beta_g1,
+            beta_g2: vk.beta_g2,
+            delta_g1: vk.delta_g1,
+            delta_g2: vk.delta_g2,
+            h: self.h(),
+            l: self.l(),
+            a: self.a(),
+            b_g1: self.b_g1(),
+            b_g2: self.b_g2(),
+        }
+    }
+}
+
+/// Why a backend could not prove.
+#[derive(Debug, thiserror::Error)]
+pub enum ProverError {
+    #[error("SRS does not fit the circuit: {0}")]
+    Srs(String),
+    #[error("invalid input: {0}")]
+    Input(String),
+    #[error("backend failure: {0}")]
+    Backend(String),
+}
+
+/// Time per stage of one `prove` call, summed over its partitions.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProveStats {
+    /// iNTT, coset NTT, pointwise product, coset iNTT (the H polynomial).
+    pub ntt: Duration,
+    pub msm_h: Duration,
+    pub msm_l: Duration,
+    pub msm_a: Duration,
+    pub msm_b_g1: Duration,
+    pub msm_b_g2: Duration,
+    pub assembly: Duration,
+    /// How the L, A and B scalars split into zeros, ones and others.
+    pub shape: MsmShape,
+}
+
+impl ProveStats {
+    pub fn total(&self) -> Duration {
+        self.ntt + self.msm_h + self.msm_l + self.msm_a + self.msm_b_g1 + self.msm_b_g2 + self.assembly
+    }
+}
+
+/// Turns partition witnesses into Groth16 proofs.
+pub trait ProverBackend: Send + Sync {
+    /// A short name (`cpu`, `cuda:0`).
+    fn name(&self) -> String;
+
+    /// Proves a batch of partitions of one circuit with randomisers
+    /// `r[i]`, `s[i]` for witness `i`. The a/b/c vectors of each witness are
+    /// consumed (emptied) as soon as the H polynomial no longer needs them.
+    fn prove(
+        &self,
+        witnesses: &mut [PartitionWitness],
+        srs: &SrsRef<'_>,
+        r: &[Scalar],
+        s: &[Scalar],
+    ) -> Result<(Vec<Proof>, ProveStats), ProverError>;
+}
+
+/// Checks that the SRS sizes fit a witness.
+pub fn check_srs(w: &PartitionWitness, srs: &SrsRef<'_>, domain_size: usize) -> Result<(), ProverError> {
+    let need = |what: &str, have: usize, want: usize| {
+        if have == want {
+            Ok(())
+        } else {
+            Err(ProverError::Srs(format!("{what} has {have} points, the circuit needs {want}")))
+        }
+    };
+    need("h", srs.h.len(), domain_size - 1)?;
+    need("l", srs.l.len(), w.aux.len())?;
+    need("a", srs.a.len(), w.input.len() + w.a_aux_density.count())?;
+    need("b_g1", srs.b_g1.len(), w.b_input_density.count() + w.b_aux_density.count())?;
+    need("b_g2", srs.b_g2.len(), w.b_input_density.count() + w.b_aux_density.count())?;
+    Ok(())
+}

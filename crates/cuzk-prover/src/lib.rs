@@ -1,0 +1,24 @@
+//! cuzk-prover: cuzk's own Groth16 prover over BLS12-381.
+//!
+//! Synthesis of one circuit into a partition witness ([`synth`]) is kept
+//! apart from the prover backend that turns witnesses into proofs
+//! ([`backend`]), so CPU synthesis and (later) GPU proving can overlap and
+//! memory stays bounded. The CPU backend ([`cpu`]) computes the H polynomial
+//! with [`ntt`] and the multi-scalar multiplications with [`msm`]; [`proof`]
+//! assembles proofs exactly as bellperson does; [`srs`] reads and writes the
+//! parameters; [`density`] holds the A/B query bitmaps.
+
+pub mod backend;
+pub mod cpu;
+pub mod density;
+pub mod msm;
+pub mod ntt;
+pub mod proof;
+pub mod srs;
+pub mod synth;
+
+pub use backend::{ProveStats, ProverBackend, ProverError, SrsRef};
+pub use cpu::CpuBackend;
+pub use density::Density;
+pub use proof::{Proof, PROOF_BYTES};
+pub use synth::{synthesize, PartitionWitness, SynthError, Synthesized};
