@@ -6,8 +6,10 @@
 
 mod commands;
 mod demo;
+mod gen_params;
 mod progress;
 mod prover_bench;
+mod srs_cmd;
 
 use std::path::PathBuf;
 
@@ -57,6 +59,29 @@ enum Command {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Generate INSECURE local Groth16 parameters (.params / .vk) for the
+    /// 2 KiB circuits with our fast generator.
+    GenParams {
+        /// all, porep, snap, window-post or winning-post.
+        #[arg(long, default_value = "all")]
+        kind: String,
+        /// Sector size (only 2KiB).
+        #[arg(long, default_value = "2KiB")]
+        sector_size: String,
+        /// Output directory [default: the fixtures' parameter directory].
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// RNG seed [default: the fixtures' seed of each circuit].
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Regenerate even if complete files exist.
+        #[arg(long)]
+        force: bool,
+        /// Also time bellperson's generator (filecoin-proofs' own) on the same
+        /// circuit and print the speed-up.
+        #[arg(long)]
+        compare: bool,
+    },
     /// Prove one request of a kind from the fixtures through a running daemon.
     Single {
         /// porep, snap, window-post or winning-post.
@@ -100,6 +125,20 @@ enum Command {
     /// Make fixtures if needed, start a daemon in this process, prove one of
     /// each kind through gRPC and print one line per kind.
     Demo {
+        #[command(flatten)]
+        fixtures: FixtureDir,
+    },
+    /// Sizes and load times of a circuit's SRS: `.params` decoded, and the
+    /// memory-mapped warm form.
+    Srs {
+        #[arg(long, value_parser = parse_kind, default_value = "porep")]
+        kind: ProofKind,
+        /// Also decode with the subgroup check (slow).
+        #[arg(long)]
+        checked: bool,
+        /// Where to write the warm file.
+        #[arg(long, default_value = "/tmp/cuzk-warm")]
+        warm_dir: PathBuf,
         #[command(flatten)]
         fixtures: FixtureDir,
     },
@@ -150,6 +189,18 @@ fn main() -> Result<()> {
             check_sector_size(&sector_size)?;
             commands::gen_fixtures(&dir.unwrap_or_else(cuzk_fixtures::default_dir)).map(|_| ())
         }
+        Command::GenParams {
+            kind,
+            sector_size,
+            dir,
+            seed,
+            force,
+            compare,
+        } => {
+            check_sector_size(&sector_size)?;
+            let dir = dir.unwrap_or_else(|| cuzk_fixtures::params_dir(&cuzk_fixtures::default_dir()));
+            gen_params::run(&gen_params::circuits(&kind)?, &dir, seed, force, compare)
+        }
         Command::Single {
             kind,
             request_id,
@@ -195,6 +246,12 @@ fn main() -> Result<()> {
                 Ok(())
             }
         }
+        Command::Srs {
+            kind,
+            checked,
+            warm_dir,
+            fixtures,
+        } => srs_cmd::run(kind, &fixtures.dir(), checked, &warm_dir),
         Command::Demo { fixtures } => {
             let ok = runtime.block_on(demo::run(&fixtures.dir()))?;
             if !ok {

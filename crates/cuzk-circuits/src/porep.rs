@@ -89,7 +89,7 @@ impl<Tree: 'static + MerkleTreeTrait> PorepSource<Tree> {
             _,
         >>::circuit(
             &self.public_inputs,
-            Default::default(),
+            (),
             &self.vanilla[k],
             &self.params,
             Some(k),

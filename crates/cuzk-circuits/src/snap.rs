@@ -103,7 +103,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapSource<Tree> {
             EmptySectorUpdateCircuit<Tree>,
         >>::circuit(
             &self.public_inputs,
-            Default::default(),
+            (),
             &self.vanilla[k],
             &self.params,
             Some(k),

@@ -1,7 +1,8 @@
 //! cuzk-fixtures: everything needed to prove locally, made locally.
 //!
 //! [`ensure`] fills a directory (default `~/.cache/cuzk/fixtures-2KiB`) with
-//! insecure Groth16 parameters for the four 2 KiB circuits, two sealed
+//! insecure Groth16 parameters for the four 2 KiB circuits (made by
+//! cuzk-setup's fast generator), two sealed
 //! sectors, and the inputs of one proof of each kind: the PoRep C1 output,
 //! WinningPoSt and WindowPoSt vanilla proofs, and SnapDeals partition proofs,
 //! plus every public input needed to verify the results independently. Steps
@@ -10,6 +11,8 @@
 
 mod params;
 mod sector;
+
+pub use params::seed as params_seed;
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -188,7 +191,7 @@ pub fn ensure(dir: &Path, progress: &mut dyn FnMut(Progress)) -> Result<Fixtures
     cuzk_core::params::init_parameter_cache(&params)?;
     set_parent_cache(dir)?;
 
-    params::ensure_params(progress)?;
+    params::ensure_params(&params, progress)?;
     let fixtures = match load(dir) {
         Ok(f) => {
             progress(Progress::Reused {

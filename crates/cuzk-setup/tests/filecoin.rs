@@ -1,0 +1,204 @@
+//! The 2 KiB Filecoin circuits: file names as filecoin-proofs names them,
+//! parameters equal to bellperson's (the small PoSt circuits only; the
+//! big ones are in the ignored fixture test and the `compare` example), and
+//! files readable by bellperson and cuzk-prover.
+
+use std::path::{Path, PathBuf};
+
+use bellperson::groth16::Parameters;
+use blstrs::Bls12;
+use cuzk_prover::srs::{ParamsFile, SubgroupCheck};
+use cuzk_setup::{
+    bellperson_params, generate_filecoin, param_file_names, FilecoinCircuit, SetupError,
+};
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
+
+const WINDOW: FilecoinCircuit =
+    FilecoinCircuit::Window(RegisteredPoStProof::StackedDrgWindow2KiBV1_2);
+const WINNING: FilecoinCircuit =
+    FilecoinCircuit::Winning(RegisteredPoStProof::StackedDrgWinning2KiBV1);
+const SNAP: FilecoinCircuit = FilecoinCircuit::Update(RegisteredUpdateProof::StackedDrg2KiBV1);
+const POREP: FilecoinCircuit = FilecoinCircuit::Seal(RegisteredSealProof::StackedDrg2KiBV1_1);
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .map(String::from)
+        .unwrap_or_default()
+}
+
+#[test]
+fn file_names_match_filecoin_proofs() {
+    let dir = Path::new("/nonexistent");
+    for (c, theirs) in [
+        (
+            WINDOW,
+            RegisteredPoStProof::StackedDrgWindow2KiBV1_2.cache_params_path(),
+        ),
+        (
+            WINNING,
+            RegisteredPoStProof::StackedDrgWinning2KiBV1.cache_params_path(),
+        ),
+        (
+            POREP,
+            RegisteredSealProof::StackedDrg2KiBV1_1.cache_params_path(),
+        ),
+    ] {
+        let (id, params, vk) = param_file_names(c, dir).expect("names");
+        let theirs = theirs.expect("filecoin-proofs' path");
+        assert_eq!(file_name(&params), file_name(&theirs), "{c}");
+        assert_eq!(file_name(&vk), format!("v28-{id}.vk"));
+        assert_eq!(params.parent(), Some(dir));
+    }
+    // SnapDeals: the update circuit's identifier, not the PoRep one that
+    // RegisteredUpdateProof::cache_params_path() names.
+    let (id, _, _) = param_file_names(SNAP, dir).expect("names");
+    assert!(id.starts_with("empty-sector-update-"), "{id}");
+    let porep = RegisteredUpdateProof::StackedDrg2KiBV1
+        .cache_params_path()
+        .expect("path");
+    assert_ne!(file_name(&porep), format!("v28-{id}.params"));
+}
+
+#[test]
+fn post_kind_is_checked() {
+    let err = FilecoinCircuit::Winning(RegisteredPoStProof::StackedDrgWindow2KiBV1_2)
+        .identifier()
+        .expect_err("a window proof is no winning circuit");
+    assert!(matches!(err, SetupError::WrongProofKind(_)), "{err}");
+}
+
+fn bellperson_bytes(params: &Parameters<Bls12>) -> Vec<u8> {
+    let mut v = Vec::new();
+    params.write(&mut v).expect("write to Vec");
+    v
+}
+
+fn check_post(circuit: FilecoinCircuit, seed: u64) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = generate_filecoin(circuit, dir.path(), seed, false).expect("generate");
+    let stats = files.stats.clone().expect("generated, not reused");
+    let ours = std::fs::read(&files.params).expect("read params");
+
+    // Equal to bellperson's generator with the same RNG, byte for byte.
+    let (theirs, timing) = bellperson_params(circuit, seed).expect("bellperson");
+    let file = ParamsFile::open(&files.params).expect("ParamsFile");
+    let c = file.counts();
+    assert_eq!(
+        (c.ic, c.h, c.l, c.a, c.b_g1, c.b_g2),
+        (
+            theirs.vk.ic.len(),
+            theirs.h.len(),
+            theirs.l.len(),
+            theirs.a.len(),
+            theirs.b_g1.len(),
+            theirs.b_g2.len()
+        ),
+        "{circuit}: section counts"
+    );
+    assert!(ours == bellperson_bytes(&theirs), "{circuit}: bytes differ");
+    eprintln!(
+        "{circuit}: ours {:.1?} (CPU {:.1?}), bellperson {:.1?} (CPU {:.1?})",
+        stats.total, stats.cpu, timing.wall, timing.cpu
+    );
+
+    // Readable by bellperson (checked) and by cuzk-prover (fully checked);
+    // the .vk is the verifying key of the .params.
+    Parameters::<Bls12>::read(std::fs::File::open(&files.params).expect("open"), true)
+        .expect("bellperson reads our file");
+    file.decode(SubgroupCheck::Full).expect("decode");
+    assert_eq!(
+        std::fs::read(&files.vk).expect("read vk"),
+        file.vk_bytes(),
+        "{circuit}: .vk"
+    );
+    assert!(std::fs::read_dir(dir.path())
+        .expect("list")
+        .all(|e| !file_name(&e.expect("entry").path()).contains(".tmp")));
+}
+
+#[test]
+fn window_post_equals_bellperson() {
+    check_post(WINDOW, 11);
+}
+
+#[test]
+fn winning_post_equals_bellperson() {
+    check_post(WINNING, 12);
+}
+
+#[test]
+fn existing_files_are_kept_unless_incomplete_or_forced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = generate_filecoin(WINDOW, dir.path(), 1, false).expect("generate");
+    assert!(first.stats.is_some());
+    let bytes = std::fs::read(&first.params).expect("read");
+
+    // Complete files are kept, whatever the seed.
+    let again = generate_filecoin(WINDOW, dir.path(), 2, false).expect("keep");
+    assert!(again.stats.is_none());
+    assert_eq!(again.params, first.params);
+
+    // A .vk that does not match the .params: regenerated.
+    std::fs::write(&first.vk, b"garbage").expect("corrupt vk");
+    assert!(generate_filecoin(WINDOW, dir.path(), 1, false)
+        .expect("regenerate")
+        .stats
+        .is_some());
+    assert_eq!(std::fs::read(&first.params).expect("read"), bytes);
+
+    // A truncated .params: regenerated.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&first.params)
+        .expect("open");
+    f.set_len(bytes.len() as u64 - 96).expect("truncate");
+    drop(f);
+    assert!(generate_filecoin(WINDOW, dir.path(), 1, false)
+        .expect("regenerate")
+        .stats
+        .is_some());
+    assert_eq!(std::fs::read(&first.params).expect("read"), bytes);
+
+    // Forced with another seed: other parameters.
+    assert!(generate_filecoin(WINDOW, dir.path(), 2, true)
+        .expect("force")
+        .stats
+        .is_some());
+    assert_ne!(std::fs::read(&first.params).expect("read"), bytes);
+}
+
+/// The parameters cuzk-fixtures made with filecoin-proofs' generator
+/// (`~/.cache/cuzk/fixtures-2KiB/params`, seeds `0xc0_2c00_0000 + n`) are
+/// reproduced byte for byte, PoRep and SnapDeals included (about two
+/// minutes on 2 cores). Skipped when the fixtures are absent.
+#[test]
+#[ignore = "slow: generates all four 2 KiB circuits, needs the fixture files"]
+fn reproduces_fixture_files() {
+    let fixtures = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default()
+        .join(".cache/cuzk/fixtures-2KiB/params");
+    if !fixtures.is_dir() {
+        eprintln!("{} absent: skipped", fixtures.display());
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (circuit, n) in [(WINDOW, 4), (WINNING, 3), (SNAP, 2), (POREP, 1)] {
+        let files =
+            generate_filecoin(circuit, dir.path(), 0xc0_2c00_0000 + n, true).expect("generate");
+        for ours in [&files.params, &files.vk] {
+            let theirs = fixtures.join(file_name(ours));
+            if !theirs.is_file() {
+                eprintln!("{} absent: skipped", theirs.display());
+                continue;
+            }
+            assert!(
+                std::fs::read(ours).expect("ours") == std::fs::read(&theirs).expect("theirs"),
+                "{circuit}: {} differs",
+                theirs.display()
+            );
+        }
+        std::fs::remove_file(&files.params).expect("clean up");
+    }
+}

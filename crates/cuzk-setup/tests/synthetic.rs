@@ -1,0 +1,214 @@
+//! Small synthetic circuits: parameters from `cuzk_setup::generate` equal
+//! bellperson's byte for byte, and bellperson proves and verifies with them.
+
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use bellperson::groth16::{
+    create_random_proof, generate_random_parameters, prepare_verifying_key, verify_proof,
+    Parameters,
+};
+use blstrs::{Bls12, Scalar};
+use cuzk_prover::srs::{write_params, ParamsFile, SubgroupCheck};
+use cuzk_setup::{generate, SetupError};
+use ff::{Field, PrimeField};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+/// `x^(2^k)` by squarings, a boolean `b`, and public inputs
+/// `out = x^(2^k) + b`, `y = 3x`, `z = b`; `w` appears only in C, `v` only
+/// in B (so the a and b queries lose points at infinity).
+#[derive(Clone)]
+struct Squares {
+    x: Option<Scalar>,
+    b: Option<bool>,
+    k: usize,
+    /// Allocate a variable no constraint uses.
+    unconstrained: bool,
+}
+
+impl Squares {
+    fn outputs(x: Scalar, b: bool, k: usize) -> Vec<Scalar> {
+        let mut cur = x;
+        for _ in 0..k {
+            cur = cur.square();
+        }
+        let b = if b { Scalar::ONE } else { Scalar::ZERO };
+        vec![cur + b, x * Scalar::from(3u64), b, Scalar::from(7u64) * x]
+    }
+}
+
+impl Circuit<Scalar> for Squares {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let one = CS::one();
+        let x_val = self.x;
+        let x = cs.alloc(|| "x", || x_val.ok_or(SynthesisError::AssignmentMissing))?;
+        let (mut cur, mut cur_val) = (x, x_val);
+        for i in 0..self.k {
+            let next_val = cur_val.map(|v| v.square());
+            let next = cs.alloc(
+                || format!("sq {i}"),
+                || next_val.ok_or(SynthesisError::AssignmentMissing),
+            )?;
+            cs.enforce(
+                || format!("sq {i} c"),
+                |lc| lc + cur,
+                |lc| lc + cur,
+                |lc| lc + next,
+            );
+            (cur, cur_val) = (next, next_val);
+        }
+        let b_val = self.b.map(|b| if b { Scalar::ONE } else { Scalar::ZERO });
+        let b = cs.alloc(|| "b", || b_val.ok_or(SynthesisError::AssignmentMissing))?;
+        cs.enforce(|| "bool", |lc| lc + b, |lc| lc + one - b, |lc| lc);
+        if self.unconstrained {
+            cs.alloc(|| "free", || Ok(Scalar::ONE))?;
+        }
+
+        let out_val = cur_val.zip(b_val).map(|(c, b)| c + b);
+        let out = cs.alloc_input(
+            || "out",
+            || out_val.ok_or(SynthesisError::AssignmentMissing),
+        )?;
+        cs.enforce(|| "out", |lc| lc + cur + b, |lc| lc + one, |lc| lc + out);
+
+        let y_val = x_val.map(|x| x * Scalar::from(3u64));
+        let y = cs.alloc_input(|| "y", || y_val.ok_or(SynthesisError::AssignmentMissing))?;
+        cs.enforce(
+            || "y",
+            |lc| lc + x,
+            |lc| lc + (Scalar::from(3u64), one),
+            |lc| lc + y,
+        );
+
+        let z = cs.alloc_input(|| "z", || b_val.ok_or(SynthesisError::AssignmentMissing))?;
+        cs.enforce(|| "z", |lc| lc + one, |lc| lc + b, |lc| lc + z);
+
+        // w = 7x appears only in C; v = 7x only in B (and as an input).
+        let w_val = x_val.map(|x| Scalar::from(7u64) * x);
+        let w = cs.alloc(|| "w", || w_val.ok_or(SynthesisError::AssignmentMissing))?;
+        cs.enforce(
+            || "w",
+            |lc| lc + (Scalar::from(7u64), one),
+            |lc| lc + x,
+            |lc| lc + w,
+        );
+        let v = cs.alloc_input(|| "v", || w_val.ok_or(SynthesisError::AssignmentMissing))?;
+        cs.enforce(|| "v", |lc| lc, |lc| lc + v - w, |lc| lc);
+        Ok(())
+    }
+}
+
+fn blank(k: usize) -> Squares {
+    Squares {
+        x: None,
+        b: None,
+        k,
+        unconstrained: false,
+    }
+}
+
+fn bellperson_bytes(params: &Parameters<Bls12>) -> Vec<u8> {
+    let mut v = Vec::new();
+    params.write(&mut v).expect("write to Vec");
+    v
+}
+
+#[test]
+fn equals_bellperson_and_proves() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Sizes around powers of two (the domain size is the constraint count
+    // rounded up): 11, 14, 21, 70 and 311 constraints.
+    for (k, seed) in [(0usize, 1u64), (3, 2), (10, 3), (59, 4), (300, 5)] {
+        let (srs, stats) = generate(blank(k), &mut ChaCha20Rng::seed_from_u64(seed)).expect("ours");
+        assert_eq!(stats.inputs, 5);
+        assert_eq!(stats.constraints, k + 6 + 5);
+
+        let theirs = generate_random_parameters::<Bls12, _, _>(
+            blank(k),
+            &mut ChaCha20Rng::seed_from_u64(seed),
+        )
+        .expect("bellperson");
+        let c = srs.counts();
+        assert_eq!(c.h, theirs.h.len(), "k={k}");
+        assert_eq!(c.l, theirs.l.len());
+        assert_eq!(c.a, theirs.a.len());
+        assert_eq!(c.b_g1, theirs.b_g1.len());
+        assert_eq!(c.b_g2, theirs.b_g2.len());
+        assert_eq!(c.ic, theirs.vk.ic.len());
+        // v is in no A row and w in no B row: the queries really filter.
+        assert!(c.a < c.ic + c.l && c.b_g1 < c.ic + c.l);
+
+        let path = dir.path().join(format!("k{k}.params"));
+        write_params(&srs, &path).expect("write");
+        let ours = std::fs::read(&path).expect("read back");
+        assert!(ours == bellperson_bytes(&theirs), "k={k}: files differ");
+
+        let file = ParamsFile::open(&path).expect("ParamsFile");
+        assert_eq!(file.counts(), c);
+        file.decode(SubgroupCheck::Full).expect("decode");
+
+        // Prove with bellperson from our file; verify with our vk.
+        let params = Parameters::<Bls12>::read(std::fs::File::open(&path).expect("open"), true)
+            .expect("bellperson reads our file");
+        let pvk = prepare_verifying_key(&params.vk);
+        let mut rng = ChaCha20Rng::seed_from_u64(100 + seed);
+        for (x, b) in [
+            (Scalar::from(5u64), true),
+            (Scalar::random(&mut rng), false),
+        ] {
+            let circuit = Squares {
+                x: Some(x),
+                b: Some(b),
+                k,
+                unconstrained: false,
+            };
+            let proof = create_random_proof(circuit, &params, &mut rng).expect("prove");
+            let mut inputs = Squares::outputs(x, b, k);
+            assert!(
+                verify_proof(&pvk, &proof, &inputs).expect("verify"),
+                "k={k}"
+            );
+            inputs[1] += Scalar::ONE;
+            assert!(
+                !verify_proof(&pvk, &proof, &inputs).expect("verify"),
+                "k={k}"
+            );
+        }
+    }
+}
+
+#[test]
+fn unconstrained_variable_is_refused_like_bellperson() {
+    let circuit = Squares {
+        unconstrained: true,
+        ..blank(2)
+    };
+    let err = generate(circuit.clone(), &mut ChaCha20Rng::seed_from_u64(9)).expect_err("refused");
+    assert!(
+        matches!(err, SetupError::UnconstrainedVariable { index } if index == 4),
+        "{err}"
+    );
+    assert!(matches!(
+        generate_random_parameters::<Bls12, _, _>(circuit, &mut ChaCha20Rng::seed_from_u64(9)),
+        Err(SynthesisError::UnconstrainedVariable)
+    ));
+}
+
+#[test]
+fn synthesis_errors_propagate() {
+    struct Failing;
+    impl Circuit<Scalar> for Failing {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            _: &mut CS,
+        ) -> Result<(), SynthesisError> {
+            Err(SynthesisError::Unsatisfiable)
+        }
+    }
+    let err = generate(Failing, &mut ChaCha20Rng::seed_from_u64(1)).expect_err("fails");
+    assert!(matches!(
+        err,
+        SetupError::Synthesis(SynthesisError::Unsatisfiable)
+    ));
+    // The scalar field is BLS12-381's.
+    assert_eq!(Scalar::NUM_BITS, 255);
+}
