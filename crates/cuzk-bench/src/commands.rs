@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use cuzk_core::ProofKind;
+use cuzk_core::{ProofKind, ProofRequest};
 use cuzk_fixtures::Fixtures;
 use cuzk_proto::v1::{
     await_proof_response::Status, AwaitProofResponse, GetMetricsRequest, GetStatusRequest,
@@ -29,10 +29,20 @@ pub fn gen_fixtures(dir: &Path) -> Result<Fixtures> {
 
 /// Loads fixtures for a client command, pointing this process' parameter
 /// cache at them so proofs can be verified here too.
-fn client_fixtures(dir: &Path) -> Result<Fixtures> {
+pub fn client_fixtures(dir: &Path) -> Result<Fixtures> {
     let f = cuzk_fixtures::load(dir)?;
     cuzk_core::params::init_parameter_cache(&f.params_dir())?;
     Ok(f)
+}
+
+/// The fixtures and their checked request of `kind`.
+pub fn fixture_request(dir: &Path, kind: ProofKind) -> Result<(Fixtures, ProofRequest)> {
+    let f = client_fixtures(dir)?;
+    let req = f
+        .request(kind)?
+        .validate(u64::MAX)
+        .map_err(|e| anyhow::anyhow!("fixture request for {kind}: {e}"))?;
+    Ok((f, req))
 }
 
 /// One proof's result, checked on the client side.

@@ -72,12 +72,7 @@ fn peak_rss_mib() -> f64 {
 
 /// Runs one prover in this process and returns its measurements.
 pub fn measure(kind: ProofKind, dir: &Path, which: Impl) -> Result<Run> {
-    let fixtures = cuzk_fixtures::load(dir)?;
-    cuzk_core::params::init_parameter_cache(&fixtures.params_dir())?;
-    let req = fixtures
-        .request(kind)?
-        .validate(u64::MAX)
-        .map_err(|e| anyhow::anyhow!("fixture request: {e}"))?;
+    let (fixtures, req) = crate::commands::fixture_request(dir, kind)?;
     let source = partition_source(&req).map_err(anyhow::Error::msg)?;
     let files = param_files(req.proof_type).map_err(anyhow::Error::msg)?;
     let n = source.partitions();

@@ -16,12 +16,7 @@ fn mib(b: u64) -> f64 {
 /// asked), writes and opens its warm form under `warm_dir`, and prints sizes
 /// and times.
 pub fn run(kind: ProofKind, fixtures_dir: &Path, checked: bool, warm_dir: &Path) -> Result<()> {
-    let fixtures = cuzk_fixtures::load(fixtures_dir)?;
-    cuzk_core::params::init_parameter_cache(&fixtures.params_dir())?;
-    let req = fixtures
-        .request(kind)?
-        .validate(u64::MAX)
-        .map_err(|e| anyhow::anyhow!("fixture request: {e}"))?;
+    let (_, req) = crate::commands::fixture_request(fixtures_dir, kind)?;
     let files = param_files(req.proof_type).map_err(anyhow::Error::msg)?;
     let t = Instant::now();
     let file = ParamsFile::open(&files.params)?;

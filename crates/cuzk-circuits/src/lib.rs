@@ -60,28 +60,38 @@ pub trait PartitionSource: Send + Sync {
     ) -> Result<Vec<BellpersonProof<Bls12>>, CircuitError>;
 }
 
-/// Synthesizes one circuit into a witness, naming the partition on failure.
-pub(crate) fn synth_partition<C: bellperson::Circuit<Scalar>>(
-    k: usize,
-    circuit: C,
-) -> Result<Synthesized, CircuitError> {
-    cuzk_prover::synthesize(circuit).map_err(|source| CircuitError::Synth { k, source })
+/// What each kind provides: its circuit for partition `k`. Every such set
+/// is a [`PartitionSource`].
+pub(crate) trait Circuits: Send + Sync {
+    type Circuit: bellperson::Circuit<Scalar> + Send;
+    fn count(&self) -> usize;
+    /// The circuit of partition `k < count()`.
+    fn circuit(&self, k: usize) -> Result<Self::Circuit, CircuitError>;
 }
 
-pub(crate) fn check_k(k: usize, count: usize) -> Result<(), CircuitError> {
-    if k < count {
-        Ok(())
-    } else {
-        Err(CircuitError::NoPartition { k, count })
+impl<T: Circuits> PartitionSource for T {
+    fn partitions(&self) -> usize {
+        self.count()
     }
-}
 
-pub(crate) fn bellperson_batch<C: bellperson::Circuit<Scalar> + Send>(
-    circuits: Vec<C>,
-    params: &Parameters<Bls12>,
-    r: Vec<Scalar>,
-    s: Vec<Scalar>,
-) -> Result<Vec<BellpersonProof<Bls12>>, CircuitError> {
-    bellperson::groth16::create_proof_batch(circuits, params, r, s)
-        .map_err(|e| CircuitError::Bellperson(e.to_string()))
+    fn synthesize(&self, k: usize) -> Result<Synthesized, CircuitError> {
+        let count = self.count();
+        if k >= count {
+            return Err(CircuitError::NoPartition { k, count });
+        }
+        cuzk_prover::synthesize(self.circuit(k)?).map_err(|source| CircuitError::Synth { k, source })
+    }
+
+    fn bellperson_proofs(
+        &self,
+        params: &Parameters<Bls12>,
+        r: Vec<Scalar>,
+        s: Vec<Scalar>,
+    ) -> Result<Vec<BellpersonProof<Bls12>>, CircuitError> {
+        let circuits = (0..self.count())
+            .map(|k| self.circuit(k))
+            .collect::<Result<Vec<_>, _>>()?;
+        bellperson::groth16::create_proof_batch(circuits, params, r, s)
+            .map_err(|e| CircuitError::Bellperson(e.to_string()))
+    }
 }

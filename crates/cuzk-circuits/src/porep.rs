@@ -1,7 +1,5 @@
 //! PoRep seal commit (C2): one circuit per partition of the C1 output.
 
-use bellperson::groth16::{Parameters, Proof as BellpersonProof};
-use blstrs::{Bls12, Scalar};
 use filecoin_hashers::Domain;
 use filecoin_proofs::parameters::setup_params;
 use filecoin_proofs::types::VanillaSealProof;
@@ -11,8 +9,7 @@ use filecoin_proofs_api::MerkleTreeTrait;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
-use crate::{bellperson_batch, check_k, synth_partition, CircuitError, PartitionSource};
-use cuzk_prover::Synthesized;
+use crate::{CircuitError, Circuits, PartitionSource};
 
 struct PorepSource<Tree: 'static + MerkleTreeTrait> {
     public_inputs: stacked::PublicInputs<
@@ -79,11 +76,14 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     }))
 }
 
-impl<Tree: 'static + MerkleTreeTrait> PorepSource<Tree> {
-    fn circuit(
-        &self,
-        k: usize,
-    ) -> Result<stacked::StackedCircuit<Tree, DefaultPieceHasher>, CircuitError> {
+impl<Tree: 'static + MerkleTreeTrait> Circuits for PorepSource<Tree> {
+    type Circuit = stacked::StackedCircuit<Tree, DefaultPieceHasher>;
+
+    fn count(&self) -> usize {
+        self.vanilla.len()
+    }
+
+    fn circuit(&self, k: usize) -> Result<Self::Circuit, CircuitError> {
         <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
             StackedDrg<'_, Tree, DefaultPieceHasher>,
             _,
@@ -95,28 +95,5 @@ impl<Tree: 'static + MerkleTreeTrait> PorepSource<Tree> {
             Some(k),
         )
         .map_err(CircuitError::build)
-    }
-}
-
-impl<Tree: 'static + MerkleTreeTrait> PartitionSource for PorepSource<Tree> {
-    fn partitions(&self) -> usize {
-        self.vanilla.len()
-    }
-
-    fn synthesize(&self, k: usize) -> Result<Synthesized, CircuitError> {
-        check_k(k, self.partitions())?;
-        synth_partition(k, self.circuit(k)?)
-    }
-
-    fn bellperson_proofs(
-        &self,
-        params: &Parameters<Bls12>,
-        r: Vec<Scalar>,
-        s: Vec<Scalar>,
-    ) -> Result<Vec<BellpersonProof<Bls12>>, CircuitError> {
-        let circuits = (0..self.partitions())
-            .map(|k| self.circuit(k))
-            .collect::<Result<Vec<_>, _>>()?;
-        bellperson_batch(circuits, params, r, s)
     }
 }

@@ -1,7 +1,5 @@
 //! WinningPoSt and WindowPoSt (one partition) circuits from vanilla proofs.
 
-use bellperson::groth16::{Parameters, Proof as BellpersonProof};
-use blstrs::{Bls12, Scalar};
 use filecoin_proofs::parameters::{window_post_setup_params, winning_post_setup_params};
 use filecoin_proofs::{
     as_safe_commitment, partition_vanilla_proofs, single_partition_vanilla_proofs, with_shape,
@@ -15,8 +13,7 @@ use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
 };
 
-use crate::{bellperson_batch, check_k, synth_partition, CircuitError, PartitionSource};
-use cuzk_prover::Synthesized;
+use crate::{CircuitError, Circuits, PartitionSource};
 
 type Compound<Tree> = FallbackPoStCompound<Tree>;
 
@@ -131,8 +128,14 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     }))
 }
 
-impl<Tree: 'static + MerkleTreeTrait> PostSource<Tree> {
-    fn circuit(&self, k: usize) -> Result<FallbackPoStCircuit<Tree>, CircuitError> {
+impl<Tree: 'static + MerkleTreeTrait> Circuits for PostSource<Tree> {
+    type Circuit = FallbackPoStCircuit<Tree>;
+
+    fn count(&self) -> usize {
+        self.partitions.len()
+    }
+
+    fn circuit(&self, k: usize) -> Result<Self::Circuit, CircuitError> {
         <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>>>::circuit(
             &self.public_inputs,
             Default::default(),
@@ -141,28 +144,5 @@ impl<Tree: 'static + MerkleTreeTrait> PostSource<Tree> {
             Some(k),
         )
         .map_err(CircuitError::build)
-    }
-}
-
-impl<Tree: 'static + MerkleTreeTrait> PartitionSource for PostSource<Tree> {
-    fn partitions(&self) -> usize {
-        self.partitions.len()
-    }
-
-    fn synthesize(&self, k: usize) -> Result<Synthesized, CircuitError> {
-        check_k(k, self.partitions())?;
-        synth_partition(k, self.circuit(k)?)
-    }
-
-    fn bellperson_proofs(
-        &self,
-        params: &Parameters<Bls12>,
-        r: Vec<Scalar>,
-        s: Vec<Scalar>,
-    ) -> Result<Vec<BellpersonProof<Bls12>>, CircuitError> {
-        let circuits = (0..self.partitions())
-            .map(|k| self.circuit(k))
-            .collect::<Result<Vec<_>, _>>()?;
-        bellperson_batch(circuits, params, r, s)
     }
 }

@@ -1,7 +1,5 @@
 //! SnapDeals (empty sector update): one circuit per partition proof.
 
-use bellperson::groth16::{Parameters, Proof as BellpersonProof};
-use blstrs::{Bls12, Scalar};
 use filecoin_hashers::Domain;
 use filecoin_proofs::types::SectorUpdateConfig;
 use filecoin_proofs::{with_shape, DefaultPieceDomain, PartitionProof};
@@ -13,8 +11,7 @@ use storage_proofs_update::{
     PublicParams, SetupParams,
 };
 
-use crate::{bellperson_batch, check_k, synth_partition, CircuitError, PartitionSource};
-use cuzk_prover::Synthesized;
+use crate::{CircuitError, Circuits, PartitionSource};
 
 struct SnapSource<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
     public_inputs: PublicInputs,
@@ -96,8 +93,14 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     }))
 }
 
-impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapSource<Tree> {
-    fn circuit(&self, k: usize) -> Result<EmptySectorUpdateCircuit<Tree>, CircuitError> {
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Circuits for SnapSource<Tree> {
+    type Circuit = EmptySectorUpdateCircuit<Tree>;
+
+    fn count(&self) -> usize {
+        self.vanilla.len()
+    }
+
+    fn circuit(&self, k: usize) -> Result<Self::Circuit, CircuitError> {
         <EmptySectorUpdateCompound<Tree> as CompoundProof<
             EmptySectorUpdate<Tree>,
             EmptySectorUpdateCircuit<Tree>,
@@ -109,28 +112,5 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapSource<Tree> {
             Some(k),
         )
         .map_err(CircuitError::build)
-    }
-}
-
-impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionSource for SnapSource<Tree> {
-    fn partitions(&self) -> usize {
-        self.vanilla.len()
-    }
-
-    fn synthesize(&self, k: usize) -> Result<Synthesized, CircuitError> {
-        check_k(k, self.partitions())?;
-        synth_partition(k, self.circuit(k)?)
-    }
-
-    fn bellperson_proofs(
-        &self,
-        params: &Parameters<Bls12>,
-        r: Vec<Scalar>,
-        s: Vec<Scalar>,
-    ) -> Result<Vec<BellpersonProof<Bls12>>, CircuitError> {
-        let circuits = (0..self.partitions())
-            .map(|k| self.circuit(k))
-            .collect::<Result<Vec<_>, _>>()?;
-        bellperson_batch(circuits, params, r, s)
     }
 }
