@@ -10,6 +10,7 @@ mod gen_params;
 mod progress;
 mod prover_bench;
 mod srs_cmd;
+mod stress;
 
 use std::path::PathBuf;
 
@@ -109,6 +110,42 @@ enum Command {
         concurrency: usize,
         #[command(flatten)]
         target: Target,
+        #[command(flatten)]
+        fixtures: FixtureDir,
+    },
+    /// Submit a mixed load (kinds, priorities, idempotency probes), J at a
+    /// time, and report outcomes and latencies. Without --addr, starts a
+    /// daemon in this process on the fixtures' parameters. Ends with
+    /// `stress jobs=N completed=.. failed=.. lost=.. duplicated=.. verified=V/N wall_ms=..`;
+    /// exits non-zero unless lost=0, duplicated=0 and verified=N.
+    Stress {
+        /// Requests to submit.
+        #[arg(long, default_value_t = 12)]
+        jobs: usize,
+        /// Requests in flight at once.
+        #[arg(long, default_value_t = 4)]
+        concurrency: usize,
+        /// Comma-separated kinds to draw from: porep, snap, window-post, winning-post.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            value_parser = parse_kind,
+            default_value = "porep,snap,window-post,winning-post"
+        )]
+        mix: Vec<ProofKind>,
+        /// A running daemon (it must use the fixtures' parameters) [default:
+        /// start one in this process].
+        #[arg(long)]
+        addr: Option<String>,
+        /// Seed for the kinds' order and the priorities [default: random, printed].
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Give up after this many seconds; unanswered jobs count as lost.
+        #[arg(long, default_value_t = 3600)]
+        timeout_secs: u64,
+        /// Print one line per job, in answer order, before the summary.
+        #[arg(long)]
+        verbose: bool,
         #[command(flatten)]
         fixtures: FixtureDir,
     },
@@ -221,6 +258,31 @@ fn main() -> Result<()> {
             target,
             fixtures,
         } => runtime.block_on(commands::batch(&target.addr, &fixtures.dir(), kind, count, concurrency)),
+        Command::Stress {
+            jobs,
+            concurrency,
+            mix,
+            addr,
+            seed,
+            timeout_secs,
+            verbose,
+            fixtures,
+        } => {
+            let ok = runtime.block_on(stress::run(stress::Options {
+                jobs,
+                concurrency,
+                mix,
+                addr,
+                seed,
+                fixtures: fixtures.dir(),
+                timeout: std::time::Duration::from_secs(timeout_secs),
+                verbose,
+            }))?;
+            if !ok {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Command::Status { target } => runtime.block_on(commands::status(&target.addr)),
         Command::Metrics { target } => runtime.block_on(commands::metrics(&target.addr)),
         Command::ProverBench {

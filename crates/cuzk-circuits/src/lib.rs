@@ -15,7 +15,7 @@ mod snap;
 
 use bellperson::groth16::{Parameters, Proof as BellpersonProof};
 use blstrs::{Bls12, Scalar};
-use cuzk_prover::{SynthError, Synthesized};
+use cuzk_prover::{SynthError, Synthesized, WitnessSize};
 
 pub use porep::porep_source;
 pub use post::{window_post_source, winning_post_source};
@@ -48,7 +48,17 @@ pub trait PartitionSource: Send + Sync {
     fn partitions(&self) -> usize;
 
     /// Synthesizes partition `k` (and checks it is satisfied).
-    fn synthesize(&self, k: usize) -> Result<Synthesized, CircuitError>;
+    fn synthesize(&self, k: usize) -> Result<Synthesized, CircuitError> {
+        self.synthesize_sized(k, None)
+    }
+
+    /// As [`PartitionSource::synthesize`], allocating the witness for
+    /// `size` up front when given.
+    fn synthesize_sized(
+        &self,
+        k: usize,
+        size: Option<WitnessSize>,
+    ) -> Result<Synthesized, CircuitError>;
 
     /// bellperson's CPU prover on the same circuits, all partitions, with
     /// the given randomisers: the reference our proofs are compared with.
@@ -74,12 +84,17 @@ impl<T: Circuits> PartitionSource for T {
         self.count()
     }
 
-    fn synthesize(&self, k: usize) -> Result<Synthesized, CircuitError> {
+    fn synthesize_sized(
+        &self,
+        k: usize,
+        size: Option<WitnessSize>,
+    ) -> Result<Synthesized, CircuitError> {
         let count = self.count();
         if k >= count {
             return Err(CircuitError::NoPartition { k, count });
         }
-        cuzk_prover::synthesize(self.circuit(k)?).map_err(|source| CircuitError::Synth { k, source })
+        cuzk_prover::synthesize_sized(self.circuit(k)?, size)
+            .map_err(|source| CircuitError::Synth { k, source })
     }
 
     fn bellperson_proofs(

@@ -21,6 +21,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9820";
 pub struct Config {
     pub daemon: DaemonConfig,
     pub engine: EngineConfig,
+    pub memory: MemoryConfig,
+    pub srs: SrsConfig,
     pub params: ParamsConfig,
 }
 
@@ -36,6 +38,9 @@ pub struct DaemonConfig {
     pub shutdown_grace: Duration,
     /// Log filter (tracing `EnvFilter` syntax); `RUST_LOG` overrides it.
     pub log: String,
+    /// HTTP address serving `GET /status` (JSON) and `GET /metrics`
+    /// (Prometheus); empty: off.
+    pub status_listen: String,
 }
 
 impl Default for DaemonConfig {
@@ -44,16 +49,23 @@ impl Default for DaemonConfig {
             listen: DEFAULT_LISTEN.to_string(),
             shutdown_grace: Duration::from_secs(60),
             log: "info".to_string(),
+            status_listen: String::new(),
         }
     }
 }
 
-/// `[engine]`: the job queue and prover workers.
+/// `[engine]`: the job queue and the partition pipeline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EngineConfig {
-    /// Prover workers; each proves one job at a time using all cores.
-    pub workers: usize,
+    /// Synthesis workers: partitions synthesized at once (each also needs
+    /// its memory reserved from the budget).
+    pub partition_workers: usize,
+    /// Prover workers per device (the CPU backend is one device).
+    pub gpu_workers_per_device: usize,
+    /// Synthesized partitions that may wait for a prover; synthesis pauses
+    /// when this many are waiting.
+    pub synthesized_queue: usize,
     /// Largest vanilla proof payload (`vanilla_proof` plus all
     /// `vanilla_proofs`) a request may carry. The gRPC message limit is this
     /// plus 16 MiB for the other fields.
@@ -61,14 +73,118 @@ pub struct EngineConfig {
     /// How long a finished job (and its request_id) is remembered.
     #[serde(with = "humantime_serde")]
     pub job_retention: Duration,
+    /// A job not done this long after its submission fails ("0s": no limit).
+    #[serde(with = "humantime_serde")]
+    pub job_deadline: Duration,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
-            workers: 1,
+            partition_workers: 1,
+            gpu_workers_per_device: 1,
+            synthesized_queue: 1,
             max_vanilla_bytes: ByteSize::mib(256),
             job_retention: Duration::from_secs(3600),
+            job_deadline: Duration::ZERO,
+        }
+    }
+}
+
+/// A memory amount that may be `"auto"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Amount {
+    Auto,
+    Bytes(ByteSize),
+}
+
+impl Serialize for Amount {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Amount::Auto => s.serialize_str("auto"),
+            Amount::Bytes(b) => b.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Amount {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Amount, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Text(String),
+            Number(u64),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Text(t) if t.trim().eq_ignore_ascii_case("auto") => Ok(Amount::Auto),
+            Raw::Text(t) => t
+                .parse::<ByteSize>()
+                .map(Amount::Bytes)
+                .map_err(|e| serde::de::Error::custom(format!("{t:?}: {e} (or \"auto\")"))),
+            Raw::Number(n) => Ok(Amount::Bytes(ByteSize::b(n))),
+        }
+    }
+}
+
+/// `[memory]`: the host memory budget.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// `"auto"`: the cgroup memory limit if one is set, else MemTotal; or a
+    /// size such as `"96GiB"`. The safety margin is taken off either way.
+    pub total_budget: Amount,
+    /// Memory left for everything the budget does not track.
+    pub safety_margin: ByteSize,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            total_budget: Amount::Auto,
+            safety_margin: ByteSize::gib(2),
+        }
+    }
+}
+
+impl MemoryConfig {
+    /// The budget in bytes.
+    pub fn resolve(&self) -> Result<u64, ConfigError> {
+        let total = match self.total_budget {
+            Amount::Bytes(b) => b.as_u64(),
+            Amount::Auto => crate::budget::available_memory().ok_or_else(|| {
+                ConfigError::Invalid(
+                    "memory.total_budget = \"auto\" but the memory size cannot be read; give a size".into(),
+                )
+            })?,
+        };
+        let budget = total.saturating_sub(self.safety_margin.as_u64());
+        if budget < 64 << 20 {
+            return Err(ConfigError::Invalid(format!(
+                "memory.total_budget ({total} bytes) minus memory.safety_margin leaves {budget} bytes; at least 64 MiB are needed"
+            )));
+        }
+        Ok(budget)
+    }
+}
+
+/// `[srs]`: resident parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SrsConfig {
+    /// Directory for warm SRS files (points already in memory layout, mapped
+    /// instead of decoded on the next load). Unset: no warm files.
+    pub warm_dir: Option<PathBuf>,
+    /// Under memory pressure, an unused SRS is evicted only after being idle
+    /// this long.
+    #[serde(with = "humantime_serde")]
+    pub eviction_min_idle: Duration,
+}
+
+impl Default for SrsConfig {
+    fn default() -> Self {
+        SrsConfig {
+            warm_dir: None,
+            eviction_min_idle: Duration::from_secs(60),
         }
     }
 }
@@ -138,10 +254,21 @@ impl Config {
 
     /// Checks values that parse but make no sense.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.engine.workers == 0 {
-            return Err(ConfigError::Invalid(
-                "engine.workers must be at least 1".into(),
-            ));
+        for (name, v) in [
+            ("engine.partition_workers", self.engine.partition_workers),
+            ("engine.gpu_workers_per_device", self.engine.gpu_workers_per_device),
+            ("engine.synthesized_queue", self.engine.synthesized_queue),
+        ] {
+            if v == 0 {
+                return Err(ConfigError::Invalid(format!("{name} must be at least 1")));
+            }
+        }
+        if let Amount::Bytes(b) = self.memory.total_budget {
+            if b.as_u64() <= self.memory.safety_margin.as_u64() {
+                return Err(ConfigError::Invalid(
+                    "memory.total_budget must be larger than memory.safety_margin".into(),
+                ));
+            }
         }
         if self.engine.max_vanilla_bytes.as_u64() == 0 {
             return Err(ConfigError::Invalid(
@@ -164,7 +291,8 @@ mod tests {
         let c = Config::parse("").unwrap();
         assert_eq!(c, Config::default());
         assert_eq!(c.daemon.listen, "127.0.0.1:9820");
-        assert_eq!(c.engine.workers, 1);
+        assert_eq!(c.engine.gpu_workers_per_device, 1);
+        assert_eq!(c.memory.total_budget, Amount::Auto);
     }
 
     #[test]
@@ -177,11 +305,13 @@ mod tests {
     #[test]
     fn human_sizes_and_durations() {
         let c = Config::parse(
-            "[engine]\nworkers = 2\nmax_vanilla_bytes = \"1 MiB\"\njob_retention = \"5m\"\n\
-             [daemon]\nlisten = \"unix:///tmp/cuzk.sock\"\nshutdown_grace = \"2s\"\n",
+            "[engine]\ngpu_workers_per_device = 2\nmax_vanilla_bytes = \"1 MiB\"\njob_retention = \"5m\"\n\
+             [daemon]\nlisten = \"unix:///tmp/cuzk.sock\"\nshutdown_grace = \"2s\"\n\
+             [memory]\ntotal_budget = \"16GiB\"\nsafety_margin = \"1GiB\"\n",
         )
         .unwrap();
-        assert_eq!(c.engine.workers, 2);
+        assert_eq!(c.engine.gpu_workers_per_device, 2);
+        assert_eq!(c.memory.resolve().unwrap(), 15 << 30);
         assert_eq!(c.engine.max_vanilla_bytes.as_u64(), 1 << 20);
         assert_eq!(c.engine.job_retention, Duration::from_secs(300));
         assert_eq!(c.daemon.shutdown_grace, Duration::from_secs(2));
@@ -191,7 +321,10 @@ mod tests {
     fn unknown_keys_and_bad_values_are_errors() {
         let e = Config::parse("[engine]\nworkerz = 2\n").unwrap_err();
         assert!(e.to_string().contains("workerz"), "{e}");
-        let e = Config::parse("[engine]\nworkers = 0\n").unwrap_err();
-        assert!(e.to_string().contains("engine.workers"), "{e}");
+        let e = Config::parse("[engine]\npartition_workers = 0\n").unwrap_err();
+        assert!(e.to_string().contains("engine.partition_workers"), "{e}");
+        let e = Config::parse("[memory]\ntotal_budget = \"lots\"\n").unwrap_err();
+        assert!(e.to_string().contains("lots"), "{e}");
+        assert!(Config::parse("[memory]\ntotal_budget = \"auto\"\n").unwrap().memory.resolve().unwrap() > 0);
     }
 }

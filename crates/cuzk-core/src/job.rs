@@ -1,12 +1,17 @@
-//! One proof job: its identity, lifecycle phase, outcome and timings.
+//! One proof job: its identity, partitions, lifecycle phase, outcome and
+//! timings.
 //!
 //! A job moves Queued → Running → Done exactly once; the phase lives in a
 //! `watch` channel so any number of `AwaitProof` callers can wait on it.
+//! While it runs, [`JobRun`] (guarded by the engine's state lock) tracks its
+//! partitions: which is next to synthesize, how many are in flight, and the
+//! proofs made so far.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use cuzk_circuits::PartitionSource;
 use tokio::sync::watch;
 
 use crate::kinds::{Priority, ProofKind, ProofType};
@@ -17,8 +22,8 @@ use crate::request::ProofRequest;
 pub enum JobStatus {
     /// A proof was made and verified.
     Completed,
-    /// No valid proof: proving failed, verification failed, or the daemon
-    /// stopped first. The error message says which.
+    /// No valid proof: proving failed, verification failed, the deadline
+    /// passed or the daemon stopped first. The error message says which.
     Failed,
     /// Cancelled by a client.
     Cancelled,
@@ -37,16 +42,16 @@ impl JobStatus {
 /// Wall-clock time per stage of one job.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct JobTimings {
-    /// Submit to start of proving.
+    /// Submit to the start of its first partition's synthesis.
     pub queue_wait: Duration,
-    /// Inside the prover (SRS load, synthesis, compute).
-    pub prove: Duration,
-    /// Part of `prove`: loading the SRS (zero when resident).
+    /// Loading SRS for it (zero when resident).
     pub srs_load: Duration,
-    /// Part of `prove`: building and synthesizing circuits.
+    /// Building and synthesizing its circuits, summed over partitions.
     pub synthesis: Duration,
-    /// Part of `prove`: the backend (H polynomial, MSMs, assembly).
+    /// The prover backend (H polynomial, MSMs, assembly), summed.
     pub compute: Duration,
+    /// First synthesis start to last partition proved.
+    pub prove: Duration,
     /// Verifying the proof.
     pub verify: Duration,
     /// Submit to end.
@@ -68,13 +73,45 @@ pub struct JobOutcome {
 #[derive(Clone, Debug)]
 pub enum JobPhase {
     Queued,
-    Running { worker: usize },
+    Running,
     Done(Arc<JobOutcome>),
 }
 
 impl JobPhase {
     pub fn is_done(&self) -> bool {
         matches!(self, JobPhase::Done(_))
+    }
+}
+
+/// Partition bookkeeping of a running job (under the engine's state lock).
+#[derive(Default)]
+pub(crate) struct JobRun {
+    /// The job's circuits, once built (by the first synthesis worker).
+    pub source: Option<Arc<dyn PartitionSource>>,
+    /// Number of partitions, once known.
+    pub partitions: Option<usize>,
+    /// A worker is building the source now.
+    pub building: bool,
+    /// Next partition to hand to a synthesis worker.
+    pub next_synth: usize,
+    /// Partitions in a worker or waiting in the ready queue.
+    pub active: usize,
+    /// Partition proofs, by index.
+    pub proofs: Vec<Option<Vec<u8>>>,
+    pub proved: usize,
+    pub started: Option<Instant>,
+    pub srs_load: Duration,
+    pub synthesis: Duration,
+    pub compute: Duration,
+}
+
+impl JobRun {
+    /// Whether partitions remain to be handed to synthesis.
+    pub fn wants_synthesis(&self) -> bool {
+        match self.partitions {
+            Some(n) => self.next_synth < n,
+            None => !self.building,
+        }
     }
 }
 
@@ -87,11 +124,10 @@ pub struct Job {
     /// Submission order; unique per engine.
     pub(crate) seq: u64,
     pub(crate) submitted: Instant,
-    /// The request, until a worker takes it to prove.
-    pub(crate) request: Mutex<Option<ProofRequest>>,
+    pub(crate) request: Arc<ProofRequest>,
+    pub(crate) run: Mutex<JobRun>,
     pub(crate) cancel_requested: AtomicBool,
     pub(crate) phase: watch::Sender<JobPhase>,
-    pub(crate) started_at: Mutex<Option<Instant>>,
     pub(crate) finished_at: Mutex<Option<Instant>>,
 }
 
@@ -104,10 +140,10 @@ impl Job {
             priority: request.priority,
             seq,
             submitted: Instant::now(),
-            request: Mutex::new(Some(request)),
+            request: Arc::new(request),
+            run: Mutex::new(JobRun::default()),
             cancel_requested: AtomicBool::new(false),
             phase: watch::channel(JobPhase::Queued).0,
-            started_at: Mutex::new(None),
             finished_at: Mutex::new(None),
         }
     }
@@ -115,6 +151,10 @@ impl Job {
     /// The current phase.
     pub fn phase(&self) -> JobPhase {
         self.phase.borrow().clone()
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.phase.borrow().is_done()
     }
 
     /// The outcome, once done.
@@ -125,8 +165,23 @@ impl Job {
         }
     }
 
+    pub(crate) fn run(&self) -> std::sync::MutexGuard<'_, JobRun> {
+        self.run.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     pub(crate) fn cancel_requested(&self) -> bool {
         self.cancel_requested.load(Ordering::SeqCst)
+    }
+
+    /// Marks the job running (first partition started).
+    pub(crate) fn mark_running(&self) {
+        self.phase.send_if_modified(|phase| match phase {
+            JobPhase::Queued => {
+                *phase = JobPhase::Running;
+                true
+            }
+            _ => false,
+        });
     }
 
     /// Ends the job unless it already ended; returns whether this call did.
@@ -142,39 +197,31 @@ impl Job {
         });
         if ended {
             *self.finished_at.lock().expect("finished_at lock") = Some(Instant::now());
-            // Vanilla proofs can be large: never keep them past the end.
-            self.request.lock().expect("request lock").take();
+            // Circuits and partial proofs can be large: drop them now.
+            let mut run = self.run();
+            run.source = None;
+            run.proofs.clear();
         }
         ended
     }
 
-    /// Marks the start of proving; returns the time spent queued.
-    pub(crate) fn mark_started(&self, worker: usize) -> Duration {
+    /// An outcome with the timings gathered so far.
+    pub(crate) fn outcome_now(&self, status: JobStatus, proof: Vec<u8>, error: String, verify: Duration) -> JobOutcome {
         let now = Instant::now();
-        *self.started_at.lock().expect("started_at lock") = Some(now);
-        self.phase.send_if_modified(|phase| {
-            if phase.is_done() {
-                false
-            } else {
-                *phase = JobPhase::Running { worker };
-                true
-            }
-        });
-        now - self.submitted
-    }
-
-    /// An outcome with no proof, timed from submission to now.
-    pub(crate) fn unfinished(&self, status: JobStatus, error: String) -> JobOutcome {
-        let now = Instant::now();
-        let started = self.started_at.lock().expect("started_at lock").unwrap_or(now);
+        let run = self.run();
+        let started = run.started.unwrap_or(now);
         JobOutcome {
             status,
-            proof: Vec::new(),
+            proof,
             error,
             timings: JobTimings {
                 queue_wait: started - self.submitted,
+                srs_load: run.srs_load,
+                synthesis: run.synthesis,
+                compute: run.compute,
+                prove: now.saturating_duration_since(started).saturating_sub(verify),
+                verify,
                 total: now - self.submitted,
-                ..Default::default()
             },
         }
     }

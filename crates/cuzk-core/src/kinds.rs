@@ -168,6 +168,30 @@ impl ProofType {
     }
 }
 
+impl ProofType {
+    /// The canonical registered proof of a circuit id (`porep-32g`,
+    /// `snap-2k`, `wpost-8m`, `winning-512m`): every registered proof of one
+    /// circuit id shares its parameter files.
+    pub fn from_circuit_id(id: &str) -> Option<ProofType> {
+        let (prefix, size) = id.split_once('-')?;
+        let size = match size {
+            "2k" => 0,
+            "8m" => 1,
+            "512m" => 2,
+            "32g" => 3,
+            "64g" => 4,
+            _ => return None,
+        };
+        Some(match prefix {
+            "porep" => ProofType::Seal(seal_proof_from_wire(5 + size)?),
+            "snap" => ProofType::Update(update_proof_from_wire(size)?),
+            "wpost" => ProofType::Window(post_proof_from_wire(10 + size)?),
+            "winning" => ProofType::Winning(post_proof_from_wire(size)?),
+            _ => return None,
+        })
+    }
+}
+
 impl fmt::Display for ProofType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -363,6 +387,22 @@ mod tests {
         assert_eq!(t.circuit_id(), "winning-512m");
         let t = ProofType::decode(ProofKind::SnapDeals, 1).unwrap();
         assert_eq!(t.circuit_id(), "snap-8m");
+    }
+
+    #[test]
+    fn circuit_ids_round_trip() {
+        for kind in ProofKind::ALL {
+            for v in 0..20 {
+                if let Ok(t) = ProofType::decode(kind, v) {
+                    let back = ProofType::from_circuit_id(&t.circuit_id()).unwrap();
+                    assert_eq!(back.circuit_id(), t.circuit_id());
+                    assert_eq!(back.kind(), kind);
+                }
+            }
+        }
+        assert!(ProofType::from_circuit_id("porep-3g").is_none());
+        assert!(ProofType::from_circuit_id("seal-32g").is_none());
+        assert!(ProofType::from_circuit_id("porep").is_none());
     }
 
     #[test]

@@ -1,13 +1,16 @@
 //! cuzk-core: the proving engine behind the cuzk daemon.
 //!
 //! It owns everything between a decoded gRPC request and a verified proof:
-//! checking requests ([`request`]), the job table, priority queue and worker
-//! pool ([`engine`], [`job`]), the provers ([`prover`]), verification of every
-//! proof before it is returned ([`verify`]), the resident SRS ([`srs_cache`]),
-//! the parameter cache ([`params`]),
+//! checking requests ([`request`]), the job table and the partition pipeline
+//! with its priority queues and workers ([`engine`], [`job`]), the memory
+//! budget ([`budget`]), the resident SRS and its tiers ([`srs_manager`]), the
+//! Filecoin circuits and verifiers as the engine sees them ([`prover`]),
+//! verification of every proof before it is returned ([`verify`]), the
+//! parameter cache ([`params`]),
 //! metrics ([`metrics`]) and the daemon's configuration file ([`config`]).
 //! It knows nothing of gRPC; `cuzk-server` maps it onto the wire.
 
+pub mod budget;
 pub mod config;
 pub mod engine;
 pub mod job;
@@ -15,16 +18,17 @@ pub mod kinds;
 pub mod metrics;
 pub mod params;
 pub mod prover;
-pub mod reference;
 pub mod request;
-pub mod srs_cache;
+pub mod srs_manager;
 pub mod verify;
 
 pub use config::Config;
-pub use engine::{AwaitOutcome, Engine, EngineStatus, JobError, SubmitError, Submission};
+pub use engine::{
+    AwaitOutcome, Engine, EngineParts, EngineStatus, JobError, ProofSystem, SubmitError,
+    Submission,
+};
 pub use job::{JobOutcome, JobStatus, JobTimings};
 pub use kinds::{Priority, ProofKind, ProofType};
-pub use prover::{CuzkProver, ProveOutput, Prover};
-pub use reference::FilecoinApiProver;
-pub use srs_cache::SrsCache;
+pub use prover::FilecoinProofs;
+pub use srs_manager::{SrsManager, Tier};
 pub use request::{ProofInput, ProofRequest, RawRequest, RequestError};

@@ -1,15 +1,15 @@
 //! Prometheus metrics of the engine, in one registry per engine.
 //!
-//! Served as text by the `GetMetrics` RPC.
+//! Served as text by the `GetMetrics` RPC and `GET /metrics`.
 
 use std::time::Duration;
 
 use prometheus::{
-    Encoder, Gauge, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    CounterVec, Encoder, Gauge, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
-use crate::job::JobStatus;
+use crate::job::{JobStatus, JobTimings};
 use crate::kinds::ProofKind;
 
 /// The engine's metric families.
@@ -21,34 +21,16 @@ pub struct Metrics {
     queue_depth: IntGaugeVec,
     running: IntGaugeVec,
     stage_seconds: HistogramVec,
+    partition_seconds: HistogramVec,
+    partitions: IntGaugeVec,
+    budget_bytes: IntGaugeVec,
+    worker_busy: CounterVec,
     uptime: Gauge,
 }
 
-/// Stages timed per job.
-#[derive(Clone, Copy, Debug)]
-pub enum Stage {
-    QueueWait,
-    SrsLoad,
-    Synthesis,
-    Compute,
-    Prove,
-    Verify,
-    Total,
-}
-
-impl Stage {
-    fn as_str(self) -> &'static str {
-        match self {
-            Stage::QueueWait => "queue_wait",
-            Stage::SrsLoad => "srs_load",
-            Stage::Synthesis => "synthesis",
-            Stage::Compute => "compute",
-            Stage::Prove => "prove",
-            Stage::Verify => "verify",
-            Stage::Total => "total",
-        }
-    }
-}
+const BUCKETS: [f64; 14] = [
+    0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0,
+];
 
 impl Metrics {
     pub fn new() -> Metrics {
@@ -89,11 +71,32 @@ impl Metrics {
                 "cuzk_job_stage_seconds",
                 "Time per job stage (queue_wait, srs_load, synthesis, compute, prove, verify, total), by proof kind",
             )
-            .buckets(vec![
-                0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
-                1800.0,
-            ]),
+            .buckets(BUCKETS.to_vec()),
             &["kind", "stage"],
+        )
+        .expect("valid metric");
+        let partition_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "cuzk_partition_stage_seconds",
+                "Time per partition stage (synthesis, prove), by proof kind",
+            )
+            .buckets(BUCKETS.to_vec()),
+            &["kind", "stage"],
+        )
+        .expect("valid metric");
+        let partitions = IntGaugeVec::new(
+            Opts::new("cuzk_partitions", "Partitions in a pipeline stage (ready: synthesized, waiting for a prover)"),
+            &["stage"],
+        )
+        .expect("valid metric");
+        let budget_bytes = IntGaugeVec::new(
+            Opts::new("cuzk_memory_budget_bytes", "Host memory budget: bytes reserved (used) and the limit"),
+            &["state"],
+        )
+        .expect("valid metric");
+        let worker_busy = CounterVec::new(
+            Opts::new("cuzk_worker_busy_seconds_total", "Seconds workers spent on partitions, by pool (synthesis, prove)"),
+            &["pool"],
         )
         .expect("valid metric");
         let uptime = Gauge::new("cuzk_uptime_seconds", "Seconds since the engine started")
@@ -105,6 +108,10 @@ impl Metrics {
             Box::new(queue_depth.clone()),
             Box::new(running.clone()),
             Box::new(stage_seconds.clone()),
+            Box::new(partition_seconds.clone()),
+            Box::new(partitions.clone()),
+            Box::new(budget_bytes.clone()),
+            Box::new(worker_busy.clone()),
             Box::new(uptime.clone()),
         ] {
             registry.register(c).expect("metric names are unique");
@@ -113,6 +120,7 @@ impl Metrics {
             queue_depth.with_label_values(&[kind.as_str()]).set(0);
             running.with_label_values(&[kind.as_str()]).set(0);
         }
+        partitions.with_label_values(&["ready"]).set(0);
         Metrics {
             registry,
             submitted,
@@ -121,37 +129,64 @@ impl Metrics {
             queue_depth,
             running,
             stage_seconds,
+            partition_seconds,
+            partitions,
+            budget_bytes,
+            worker_busy,
             uptime,
         }
     }
 
     pub fn job_submitted(&self, kind: ProofKind) {
         self.submitted.with_label_values(&[kind.as_str()]).inc();
-        self.queue_depth.with_label_values(&[kind.as_str()]).inc();
     }
 
-    pub fn job_left_queue(&self, kind: ProofKind) {
-        self.queue_depth.with_label_values(&[kind.as_str()]).dec();
+    /// Jobs not started / started, per kind (set before each render).
+    pub fn queues(&self, kind: ProofKind, pending: u32, running: u32) {
+        self.queue_depth.with_label_values(&[kind.as_str()]).set(pending.into());
+        self.running.with_label_values(&[kind.as_str()]).set(running.into());
     }
 
-    pub fn job_started(&self, kind: ProofKind) {
-        self.running.with_label_values(&[kind.as_str()]).inc();
+    pub fn partitions(&self, stage: &str, n: usize) {
+        self.partitions.with_label_values(&[stage]).set(n as i64);
     }
 
-    pub fn job_stopped_running(&self, kind: ProofKind) {
-        self.running.with_label_values(&[kind.as_str()]).dec();
+    pub fn partition_stage(&self, kind: ProofKind, stage: &str, d: Duration) {
+        self.partition_seconds
+            .with_label_values(&[kind.as_str(), stage])
+            .observe(d.as_secs_f64());
+    }
+
+    pub fn budget(&self, used: u64, limit: u64) {
+        self.budget_bytes.with_label_values(&["used"]).set(used as i64);
+        self.budget_bytes.with_label_values(&["limit"]).set(limit as i64);
+    }
+
+    pub fn worker_busy(&self, pool: &str, d: Duration) {
+        self.worker_busy.with_label_values(&[pool]).inc_by(d.as_secs_f64());
+    }
+
+    /// Observes every stage of a finished job.
+    pub fn job_timings(&self, kind: ProofKind, t: &JobTimings) {
+        for (stage, d) in [
+            ("queue_wait", t.queue_wait),
+            ("srs_load", t.srs_load),
+            ("synthesis", t.synthesis),
+            ("compute", t.compute),
+            ("prove", t.prove),
+            ("verify", t.verify),
+            ("total", t.total),
+        ] {
+            self.stage_seconds
+                .with_label_values(&[kind.as_str(), stage])
+                .observe(d.as_secs_f64());
+        }
     }
 
     pub fn job_finished(&self, kind: ProofKind, status: JobStatus) {
         self.finished
             .with_label_values(&[kind.as_str(), status.as_str()])
             .inc();
-    }
-
-    pub fn stage(&self, kind: ProofKind, stage: Stage, d: Duration) {
-        self.stage_seconds
-            .with_label_values(&[kind.as_str(), stage.as_str()])
-            .observe(d.as_secs_f64());
     }
 
     pub fn rejected(&self, reason: &str) {

@@ -115,6 +115,20 @@ pub trait ProverBackend: Send + Sync {
         srs: &SrsRef<'_>,
         r: &[Scalar],
         s: &[Scalar],
+    ) -> Result<(Vec<Proof>, ProveStats), ProverError> {
+        self.prove_with(witnesses, srs, r, s, &mut |_| {})
+    }
+
+    /// As [`ProverBackend::prove`], calling `abc_freed(i)` as soon as
+    /// witness `i`'s a/b/c vectors have been consumed and freed, so their
+    /// memory can be given back before the MSMs end.
+    fn prove_with(
+        &self,
+        witnesses: &mut [PartitionWitness],
+        srs: &SrsRef<'_>,
+        r: &[Scalar],
+        s: &[Scalar],
+        abc_freed: &mut dyn FnMut(usize),
     ) -> Result<(Vec<Proof>, ProveStats), ProverError>;
 }
 

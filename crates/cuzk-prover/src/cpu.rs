@@ -21,6 +21,7 @@ impl CpuBackend {
         w: &mut PartitionWitness,
         srs: &SrsRef<'_>,
         stats: &mut ProveStats,
+        abc_freed: &mut dyn FnMut(),
     ) -> Result<MsmResults, ProverError> {
         let domain = Domain::for_len(w.a.len()).map_err(|e| ProverError::Input(e.to_string()))?;
         check_srs(w, srs, domain.size())?;
@@ -41,6 +42,7 @@ impl CpuBackend {
         let t = Instant::now();
         let (h, _) = msm::<G1>(srs.h, &h_coeffs[..n - 1], None);
         drop(h_coeffs);
+        abc_freed();
         stats.msm_h += t.elapsed();
 
         let t = Instant::now();
@@ -82,12 +84,13 @@ impl ProverBackend for CpuBackend {
         "cpu".into()
     }
 
-    fn prove(
+    fn prove_with(
         &self,
         witnesses: &mut [PartitionWitness],
         srs: &SrsRef<'_>,
         r: &[Scalar],
         s: &[Scalar],
+        abc_freed: &mut dyn FnMut(usize),
     ) -> Result<(Vec<Proof>, ProveStats), ProverError> {
         if r.len() != witnesses.len() || s.len() != witnesses.len() {
             return Err(ProverError::Input(format!(
@@ -99,8 +102,8 @@ impl ProverBackend for CpuBackend {
         }
         let mut stats = ProveStats::default();
         let mut proofs = Vec::with_capacity(witnesses.len());
-        for ((w, r), s) in witnesses.iter_mut().zip(r).zip(s) {
-            let m = self.partition(w, srs, &mut stats)?;
+        for (i, ((w, r), s)) in witnesses.iter_mut().zip(r).zip(s).enumerate() {
+            let m = self.partition(w, srs, &mut stats, &mut || abc_freed(i))?;
             let t = Instant::now();
             proofs.push(assemble(srs, &m, *r, *s)?);
             stats.assembly += t.elapsed();

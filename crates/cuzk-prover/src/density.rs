@@ -52,6 +52,11 @@ impl Density {
         self.count
     }
 
+    /// Makes room for `bits` more bits.
+    pub fn reserve(&mut self, bits: usize) {
+        self.words.reserve(bits.div_ceil(64));
+    }
+
     /// Appends a clear bit.
     pub fn push(&mut self) {
         if self.len % 64 == 0 {

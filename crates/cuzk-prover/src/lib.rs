@@ -21,4 +21,4 @@ pub use backend::{ProveStats, ProverBackend, ProverError, SrsRef};
 pub use cpu::CpuBackend;
 pub use density::Density;
 pub use proof::{Proof, PROOF_BYTES};
-pub use synth::{synthesize, PartitionWitness, SynthError, Synthesized};
+pub use synth::{synthesize, synthesize_sized, PartitionWitness, SynthError, Synthesized, WitnessSize};

@@ -216,6 +216,35 @@ impl ConstraintSystem<Scalar> for WitnessCs {
     }
 }
 
+/// Expected sizes of a witness, to allocate its vectors once instead of
+/// growing them (which would transiently need up to twice the memory).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WitnessSize {
+    /// Length of a/b/c (the evaluation domain size is enough: the backend
+    /// pads to it).
+    pub constraints: usize,
+    pub inputs: usize,
+    pub aux: usize,
+}
+
+impl WitnessCs {
+    /// An empty system with room for a witness of `size`.
+    pub fn with_capacity(size: WitnessSize) -> WitnessCs {
+        let mut w = PartitionWitness {
+            a: Vec::with_capacity(size.constraints),
+            b: Vec::with_capacity(size.constraints),
+            c: Vec::with_capacity(size.constraints),
+            input: Vec::with_capacity(size.inputs),
+            aux: Vec::with_capacity(size.aux),
+            ..Default::default()
+        };
+        w.a_aux_density.reserve(size.aux);
+        w.b_aux_density.reserve(size.aux);
+        w.b_input_density.reserve(size.inputs);
+        WitnessCs { w }
+    }
+}
+
 /// How long synthesis took, and the witness it made.
 pub struct Synthesized {
     pub witness: PartitionWitness,
@@ -225,8 +254,16 @@ pub struct Synthesized {
 /// Synthesizes one circuit into a witness and checks that every constraint
 /// holds; an unsatisfied circuit is an error, never a witness.
 pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<Synthesized, SynthError> {
+    synthesize_sized(circuit, None)
+}
+
+/// As [`synthesize`], allocating for `size` up front when given.
+pub fn synthesize_sized<C: Circuit<Scalar>>(
+    circuit: C,
+    size: Option<WitnessSize>,
+) -> Result<Synthesized, SynthError> {
     let start = Instant::now();
-    let mut cs = WitnessCs::new();
+    let mut cs = size.map_or_else(WitnessCs::new, WitnessCs::with_capacity);
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
     for i in 0..cs.w.input.len() {

@@ -100,6 +100,17 @@ pub fn submit_status(e: SubmitError) -> Status {
     }
 }
 
+/// gRPC status for an SRS preload or eviction that could not be done.
+pub fn srs_status(e: cuzk_core::srs_manager::SrsError) -> Status {
+    use cuzk_core::srs_manager::SrsError as E;
+    match e {
+        E::UnknownCircuit(_) => Status::invalid_argument(format!("circuit_id: {e}")),
+        E::InUse { .. } => Status::failed_precondition(e.to_string()),
+        E::NoRoom { .. } => Status::resource_exhausted(e.to_string()),
+        E::Load { .. } => Status::failed_precondition(e.to_string()),
+    }
+}
+
 /// gRPC status for a failed job lookup or control call.
 pub fn job_status(e: JobError) -> Status {
     match e {

@@ -4,7 +4,9 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use cuzk_core::{Config, CuzkProver, Engine, Prover, SrsCache};
+use cuzk_core::budget::MemoryBudget;
+use cuzk_core::srs_manager::ParamsLoader;
+use cuzk_core::{Config, Engine, EngineParts, FilecoinProofs, SrsManager};
 use cuzk_prover::CpuBackend;
 use cuzk_proto::ProvingEngineServer;
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
@@ -28,6 +30,10 @@ pub enum DaemonError {
     },
     #[error(transparent)]
     Params(#[from] cuzk_core::params::ParameterCacheConflict),
+    #[error(transparent)]
+    Config(#[from] cuzk_core::config::ConfigError),
+    #[error("daemon.status_listen: {0}")]
+    Status(String),
     #[error("gRPC server failed: {0}")]
     Serve(#[from] tonic::transport::Error),
 }
@@ -36,25 +42,30 @@ pub enum DaemonError {
 pub struct Daemon {
     engine: Engine,
     bound: Bound,
+    /// The bound HTTP status listener, when configured.
+    status: Option<tokio::net::TcpListener>,
     config: Config,
 }
 
 impl Daemon {
-    /// Fixes the parameter cache, starts the engine with our prover on the
-    /// CPU backend and binds the listen address.
+    /// Fixes the parameter cache, starts the engine (Filecoin circuits, the
+    /// CPU backend, the memory budget and SRS manager of the config) and
+    /// binds the listen address.
     pub async fn start(config: Config) -> Result<Daemon, DaemonError> {
-        let prover = CuzkProver::new(
-            Arc::new(CpuBackend),
-            SrsCache::new(config.params.check_subgroup),
-        );
-        Self::start_with_prover(config, Arc::new(prover)).await
+        let budget = MemoryBudget::new(config.memory.resolve()?);
+        let loader = ParamsLoader::new(config.params.check_subgroup, config.srs.warm_dir.clone());
+        let srs = SrsManager::new(Arc::new(loader), budget.clone(), config.srs.eviction_min_idle);
+        let parts = EngineParts {
+            system: Arc::new(FilecoinProofs),
+            backend: Arc::new(CpuBackend),
+            srs,
+            budget,
+        };
+        Self::start_with(config, parts).await
     }
 
-    /// As [`Daemon::start`], with any prover.
-    pub async fn start_with_prover(
-        config: Config,
-        prover: Arc<dyn Prover>,
-    ) -> Result<Daemon, DaemonError> {
+    /// As [`Daemon::start`], with the engine's parts given.
+    pub async fn start_with(config: Config, parts: EngineParts) -> Result<Daemon, DaemonError> {
         let listen = ListenAddr::parse(&config.daemon.listen).map_err(DaemonError::Listen)?;
         let params = config.params.resolved_cache_dir();
         cuzk_core::params::init_parameter_cache(&params)?;
@@ -63,10 +74,19 @@ impl Daemon {
             addr: config.daemon.listen.clone(),
             source,
         })?;
-        let engine = Engine::start(config.engine.clone(), prover);
+        let engine = Engine::start(config.engine.clone(), parts);
+        let status = if config.daemon.status_listen.trim().is_empty() {
+            None
+        } else {
+            let l = tokio::net::TcpListener::bind(config.daemon.status_listen.trim())
+                .await
+                .map_err(|e| DaemonError::Status(format!("{}: {e}", config.daemon.status_listen)))?;
+            Some(l)
+        };
         Ok(Daemon {
             engine,
             bound,
+            status,
             config,
         })
     }
@@ -81,6 +101,14 @@ impl Daemon {
         &self.engine
     }
 
+    /// The HTTP status address (`http://ip:port`), when configured.
+    pub fn status_address(&self) -> Option<String> {
+        self.status
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+            .map(|a| format!("http://{a}"))
+    }
+
     /// Serves until `shutdown` resolves, then stops gracefully: new jobs are
     /// refused, queued jobs fail, running jobs get `daemon.shutdown_grace`,
     /// and in-flight RPCs are answered before the server returns.
@@ -88,6 +116,7 @@ impl Daemon {
         let Daemon {
             engine,
             bound,
+            status,
             config,
         } = self;
         let limit = config.engine.max_vanilla_bytes.as_u64() as usize + MESSAGE_OVERHEAD;
@@ -110,6 +139,10 @@ impl Daemon {
                 tokio::spawn(router.serve_with_incoming_shutdown(UnixListenerStream::new(l), stop))
             }
         };
+        let status_task = status.map(|l| {
+            info!(address = ?l.local_addr().ok(), "serving GET /status and GET /metrics");
+            tokio::spawn(crate::http::serve(l, engine.clone()))
+        });
         shutdown.await;
         info!(grace = ?config.daemon.shutdown_grace, "shutdown requested: refusing new jobs");
         engine.shutdown(config.daemon.shutdown_grace).await;
@@ -121,6 +154,9 @@ impl Daemon {
                 Ok(())
             }
         };
+        if let Some(t) = status_task {
+            t.abort();
+        }
         if let Some(p) = unix_path {
             let _ = std::fs::remove_file(p);
         }

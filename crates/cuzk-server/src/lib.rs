@@ -4,12 +4,13 @@
 //! [`service`] answers the RPCs, [`convert`] maps messages and errors between
 //! the wire and the engine, [`listen`] binds TCP or unix sockets, [`daemon`]
 //! runs a whole daemon (engine + server + graceful stop) for the
-//! `cuzk-daemon` binary and for in-process use, and [`client`] connects
-//! clients to it.
+//! `cuzk-daemon` binary and for in-process use, [`http`] serves `/status`
+//! and `/metrics`, and [`client`] connects clients to it.
 
 pub mod client;
 pub mod convert;
 pub mod daemon;
+pub mod http;
 pub mod listen;
 pub mod service;
 

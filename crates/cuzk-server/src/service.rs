@@ -8,8 +8,9 @@ use cuzk_proto::ProvingEngine;
 use tonic::{Request, Response, Status};
 
 use crate::convert::{
-    await_response, job_status, raw_request, submit_status, timeout_response,
+    await_response, job_status, raw_request, srs_status, submit_status, timeout_response,
 };
+use cuzk_core::Tier;
 
 /// The gRPC service. Cloning shares the engine.
 #[derive(Clone)]
@@ -106,7 +107,11 @@ impl ProvingEngine for ProvingService {
                 .iter()
                 .map(|e| SrsStatus {
                     circuit_id: e.circuit_id.clone(),
-                    tier: srs_status::Tier::Hot as i32,
+                    tier: match e.tier {
+                        Tier::Hot => srs_status::Tier::Hot,
+                        Tier::Warm => srs_status::Tier::Warm,
+                        Tier::Cold => srs_status::Tier::Cold,
+                    } as i32,
                     size_bytes: e.bytes,
                     ref_count: e.in_use,
                 })
@@ -139,19 +144,29 @@ impl ProvingEngine for ProvingService {
 
     async fn preload_srs(
         &self,
-        _request: Request<PreloadSrsRequest>,
+        request: Request<PreloadSrsRequest>,
     ) -> Result<Response<PreloadSrsResponse>, Status> {
-        Err(Status::unimplemented(
-            "PreloadSRS is not implemented yet: an SRS loads on first use and stays resident",
-        ))
+        let id = request.into_inner().circuit_id;
+        let srs = self.engine.srs().clone();
+        let (already_loaded, took) = tokio::task::spawn_blocking(move || srs.preload(&id))
+            .await
+            .map_err(|e| Status::internal(format!("preload task failed: {e}")))?
+            .map_err(srs_status)?;
+        Ok(Response::new(PreloadSrsResponse {
+            already_loaded,
+            load_time_ms: took.as_millis() as u64,
+        }))
     }
 
     async fn evict_srs(
         &self,
-        _request: Request<EvictSrsRequest>,
+        request: Request<EvictSrsRequest>,
     ) -> Result<Response<EvictSrsResponse>, Status> {
-        Err(Status::unimplemented(
-            "EvictSRS is not implemented yet: a loaded SRS stays resident until the daemon exits",
-        ))
+        let id = request.into_inner().circuit_id;
+        let (was_loaded, freed_bytes) = self.engine.srs().evict(&id).map_err(srs_status)?;
+        Ok(Response::new(EvictSrsResponse {
+            was_loaded,
+            freed_bytes,
+        }))
     }
 }

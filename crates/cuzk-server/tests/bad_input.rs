@@ -6,7 +6,7 @@ mod support;
 
 use bytesize::ByteSize;
 use cuzk_core::ProofKind;
-use cuzk_proto::v1::{await_proof_response::Status, PreloadSrsRequest, SubmitProofRequest};
+use cuzk_proto::v1::{await_proof_response::Status, SubmitProofRequest};
 use cuzk_proto::ProvingEngineClient;
 use support::*;
 use tonic::transport::Channel;
@@ -194,20 +194,5 @@ async fn missing_parameters_are_a_failed_precondition() {
     r.registered_proof = 3;
     r.sector_size = 0; // unset: taken from the registered proof
     refused(&mut c, r, Code::FailedPrecondition, "snap-32g").await;
-    d.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn srs_rpcs_are_unimplemented_not_faked() {
-    let d = start(|_| {}).await;
-    let mut c = d.client().await;
-    let e = c
-        .preload_srs(PreloadSrsRequest {
-            circuit_id: "porep-2k".into(),
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::Unimplemented);
-    get_status(&mut c).await;
     d.stop().await;
 }

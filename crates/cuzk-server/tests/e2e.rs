@@ -97,39 +97,41 @@ async fn same_request_id_twice_is_one_job_and_one_proof() {
 async fn critical_job_starts_before_queued_normal_jobs() {
     let d = start(|_| {}).await;
     let mut c = d.client().await;
-    let submit = |priority: i32| {
-        let mut r = request(ProofKind::WindowPost);
+    let submit = |kind: ProofKind, priority: i32| {
+        let mut r = request(kind);
         r.priority = priority;
         r
     };
-    let blocker = c.submit_proof(submit(2)).await.unwrap().into_inner().job_id;
+    // A long PoRep holds the prover; one NORMAL WindowPoSt gets synthesized
+    // and waits in the (one-place) ready queue; then more arrive.
+    let blocker = c.submit_proof(submit(ProofKind::PoRep, 2)).await.unwrap().into_inner().job_id;
+    wait_running(&mut c, ProofKind::PoRep).await;
+    let n1 = c.submit_proof(submit(ProofKind::WindowPost, 2)).await.unwrap().into_inner();
     wait_running(&mut c, ProofKind::WindowPost).await;
-    let n1 = c.submit_proof(submit(2)).await.unwrap().into_inner();
-    let n2 = c.submit_proof(submit(2)).await.unwrap().into_inner();
-    let crit = c.submit_proof(submit(4)).await.unwrap().into_inner();
-    assert_eq!(n1.queue_position, 0);
-    assert_eq!(n2.queue_position, 1);
-    assert_eq!(crit.queue_position, 0, "CRITICAL is placed ahead of NORMAL");
+    let n2 = c.submit_proof(submit(ProofKind::WindowPost, 2)).await.unwrap().into_inner();
+    let n3 = c.submit_proof(submit(ProofKind::WindowPost, 2)).await.unwrap().into_inner();
+    let crit = c.submit_proof(submit(ProofKind::WindowPost, 4)).await.unwrap().into_inner();
+    assert_eq!(n2.queue_position, 0);
+    assert_eq!(n3.queue_position, 1);
+    assert_eq!(crit.queue_position, 0, "CRITICAL is placed ahead of queued NORMAL jobs");
 
     let order = Arc::new(Mutex::new(Vec::new()));
     let mut waits = Vec::new();
-    for (name, id) in [("n1", n1.job_id), ("n2", n2.job_id), ("crit", crit.job_id)] {
+    for (name, id) in [("n1", n1.job_id), ("n2", n2.job_id), ("n3", n3.job_id), ("crit", crit.job_id)] {
         let (order, mut c) = (order.clone(), d.client().await);
         waits.push(tokio::spawn(async move {
             let r = await_job(&mut c, &id).await;
             assert_eq!(status_of(&r), Status::Completed, "{name}: {}", r.error_message);
             order.lock().unwrap().push(name);
-            r
         }));
     }
-    let mut replies = Vec::new();
+    // Free the prover: the PoRep is cancelled mid-proof.
+    c.cancel_proof(CancelProofRequest { job_id: blocker }).await.unwrap();
     for w in waits {
-        replies.push(w.await.unwrap());
+        w.await.unwrap();
     }
-    assert_eq!(*order.lock().unwrap(), vec!["crit", "n1", "n2"]);
-    // Submitted last, it waited least.
-    assert!(replies[2].queue_wait_ms < replies[0].queue_wait_ms);
-    assert_eq!(status_of(&await_job(&mut c, &blocker).await), Status::Completed);
+    // n1 was already synthesized; CRITICAL is next, before the queued NORMALs.
+    assert_eq!(*order.lock().unwrap(), vec!["n1", "crit", "n2", "n3"]);
     d.stop().await;
 }
 
@@ -168,9 +170,12 @@ async fn await_timeout_returns_timeout_and_job_continues() {
 async fn cancel_of_a_queued_job() {
     let d = start(|_| {}).await;
     let mut c = d.client().await;
-    let blocker = c.submit_proof(request(ProofKind::WindowPost)).await.unwrap().into_inner();
+    // A PoRep proving and a WindowPoSt synthesized keep the third job queued.
+    let blocker = c.submit_proof(request(ProofKind::PoRep)).await.unwrap().into_inner();
+    wait_running(&mut c, ProofKind::PoRep).await;
+    let ready = c.submit_proof(request(ProofKind::WindowPost)).await.unwrap().into_inner();
     wait_running(&mut c, ProofKind::WindowPost).await;
-    let queued = c.submit_proof(request(ProofKind::WindowPost)).await.unwrap().into_inner();
+    let queued = c.submit_proof(request(ProofKind::WinningPost)).await.unwrap().into_inner();
     let r = c
         .cancel_proof(CancelProofRequest {
             job_id: queued.job_id.clone(),
@@ -190,9 +195,19 @@ async fn cancel_of_a_queued_job() {
         .await
         .unwrap_err();
     assert_eq!(again.code(), tonic::Code::FailedPrecondition);
-    assert_eq!(status_of(&await_job(&mut c, &blocker.job_id).await), Status::Completed);
+    // A running job can be cancelled too: it ends at once.
+    let r = c
+        .cancel_proof(CancelProofRequest {
+            job_id: blocker.job_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.was_running);
+    assert_eq!(status_of(&await_job(&mut c, &blocker.job_id).await), Status::Cancelled);
+    assert_eq!(status_of(&await_job(&mut c, &ready.job_id).await), Status::Completed);
     let s = get_status(&mut c).await;
-    assert_eq!(s.total_proofs_completed, 1, "the cancelled job was never proved");
+    assert_eq!(s.total_proofs_completed, 1, "only the WindowPoSt was proved");
     d.stop().await;
 }
 

@@ -275,10 +275,13 @@ impl Srs {
 
     /// Bytes held in memory by the points.
     pub fn bytes(&self) -> u64 {
-        let g1 = self.vk.ic.len() + self.h.len() + self.l.len() + self.a.len() + self.b_g1.len();
-        (mem::size_of::<Self>()
-            + g1 * mem::size_of::<G1Affine>()
-            + self.b_g2.len() * mem::size_of::<G2Affine>()) as u64
+        Self::bytes_for(&self.counts())
+    }
+
+    /// Bytes a decoded SRS of these counts holds in memory.
+    pub fn bytes_for(c: &SectionCounts) -> u64 {
+        let g1 = c.ic + c.h + c.l + c.a + c.b_g1;
+        (mem::size_of::<Self>() + g1 * mem::size_of::<G1Affine>() + c.b_g2 * mem::size_of::<G2Affine>()) as u64
     }
 }
 

@@ -35,6 +35,8 @@ pub fn fixtures() -> &'static Fixtures {
 /// A daemon running inside the test process.
 pub struct TestDaemon {
     pub addr: String,
+    /// `http://ip:port` of GET /status and /metrics, when configured.
+    pub status_addr: Option<String>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), cuzk_server::DaemonError>>>,
 }
@@ -49,12 +51,14 @@ pub async fn start(tweak: impl FnOnce(&mut Config)) -> TestDaemon {
     tweak(&mut config);
     let daemon = Daemon::start(config).await.expect("daemon starts");
     let addr = daemon.client_address();
+    let status_addr = daemon.status_address();
     let (tx, rx) = oneshot::channel::<()>();
     let task = tokio::spawn(daemon.serve(async {
         let _ = rx.await;
     }));
     TestDaemon {
         addr,
+        status_addr,
         stop: Some(tx),
         task: Some(task),
     }
@@ -101,6 +105,36 @@ pub async fn get_status(c: &mut ProvingEngineClient<Channel>) -> GetStatusRespon
         .await
         .expect("GetStatus answers")
         .into_inner()
+}
+
+/// A plain HTTP/1.1 GET; returns (status code, body).
+pub async fn http_get(base: &str, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let host = base.trim_start_matches("http://");
+    let mut s = tokio::net::TcpStream::connect(host).await.expect("connect to the status endpoint");
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).await.unwrap();
+    let text = String::from_utf8(raw).expect("UTF-8 response");
+    let (head, body) = text.split_once("\r\n\r\n").expect("HTTP head and body");
+    let code = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
+    (code, if chunked { dechunk(body) } else { body.to_string() })
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    loop {
+        let (size, rest) = body.split_once("\r\n").expect("chunk size line");
+        let n = usize::from_str_radix(size.trim(), 16).expect("hex chunk size");
+        if n == 0 {
+            return out;
+        }
+        out.push_str(&rest[..n]);
+        body = &rest[n + 2..];
+    }
 }
 
 /// Polls until `kind` has a job in progress.

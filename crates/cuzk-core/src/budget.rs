@@ -1,0 +1,262 @@
+//! The host memory budget: byte reservations against one limit.
+//!
+//! Everything big the engine holds — a partition's witness, a resident SRS —
+//! is covered by a [`Reservation`] taken before the memory is allocated and
+//! given back (in parts, or all at once on drop) when it is freed. The used
+//! total never exceeds the limit: a reservation that does not fit waits, or
+//! is refused if it could never fit. `peak` records the high-water mark so
+//! tests can assert the limit held.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Why a reservation was not granted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BudgetError {
+    #[error("{bytes} bytes can never fit in the memory budget of {limit} bytes")]
+    TooLarge { bytes: u64, limit: u64 },
+    #[error("gave up waiting for {bytes} bytes of memory budget")]
+    Abandoned { bytes: u64 },
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    used: u64,
+    peak: u64,
+}
+
+/// A byte budget shared by everything that reserves from it.
+#[derive(Debug)]
+pub struct MemoryBudget {
+    limit: u64,
+    counters: Mutex<Counters>,
+    freed: Condvar,
+}
+
+/// Bytes held against a [`MemoryBudget`]; returned on drop.
+#[derive(Debug)]
+pub struct Reservation {
+    budget: Arc<MemoryBudget>,
+    bytes: u64,
+}
+
+impl MemoryBudget {
+    pub fn new(limit: u64) -> Arc<MemoryBudget> {
+        Arc::new(MemoryBudget {
+            limit,
+            counters: Mutex::new(Counters::default()),
+            freed: Condvar::new(),
+        })
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    pub fn used(&self) -> u64 {
+        self.lock().used
+    }
+
+    /// The most ever reserved at once.
+    pub fn peak(&self) -> u64 {
+        self.lock().peak
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Counters> {
+        self.counters.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reserves `bytes` if they fit now.
+    pub fn try_reserve(self: &Arc<Self>, bytes: u64) -> Result<Option<Reservation>, BudgetError> {
+        if bytes > self.limit {
+            return Err(BudgetError::TooLarge {
+                bytes,
+                limit: self.limit,
+            });
+        }
+        let mut c = self.lock();
+        if c.used + bytes > self.limit {
+            return Ok(None);
+        }
+        c.used += bytes;
+        c.peak = c.peak.max(c.used);
+        Ok(Some(Reservation {
+            budget: self.clone(),
+            bytes,
+        }))
+    }
+
+    /// Waits up to `wait` for `bytes` to fit (checking `give_up` between
+    /// wake-ups) and reserves them; `Ok(None)` when the time ran out.
+    pub fn reserve_within(
+        self: &Arc<Self>,
+        bytes: u64,
+        wait: Duration,
+        give_up: &dyn Fn() -> bool,
+    ) -> Result<Option<Reservation>, BudgetError> {
+        if bytes > self.limit {
+            return Err(BudgetError::TooLarge {
+                bytes,
+                limit: self.limit,
+            });
+        }
+        let deadline = Instant::now() + wait;
+        let mut c = self.lock();
+        loop {
+            if c.used + bytes <= self.limit {
+                c.used += bytes;
+                c.peak = c.peak.max(c.used);
+                return Ok(Some(Reservation {
+                    budget: self.clone(),
+                    bytes,
+                }));
+            }
+            if give_up() {
+                return Err(BudgetError::Abandoned { bytes });
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            // Wake at least every 100 ms to look at `give_up`.
+            let slice = (deadline - now).min(Duration::from_millis(100));
+            c = self
+                .freed
+                .wait_timeout(c, slice)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    fn give_back(&self, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        let mut c = self.lock();
+        c.used = c.used.saturating_sub(bytes);
+        drop(c);
+        self.freed.notify_all();
+    }
+}
+
+impl Reservation {
+    /// Bytes still held.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Moves `bytes` of this reservation (at most what is held) into a new
+    /// one; the total stays charged.
+    pub fn split(&mut self, bytes: u64) -> Reservation {
+        let bytes = bytes.min(self.bytes);
+        self.bytes -= bytes;
+        Reservation {
+            budget: self.budget.clone(),
+            bytes,
+        }
+    }
+
+    /// Takes over another reservation of the same budget.
+    pub fn absorb(&mut self, mut other: Reservation) {
+        debug_assert!(Arc::ptr_eq(&self.budget, &other.budget));
+        self.bytes += std::mem::take(&mut other.bytes);
+    }
+
+    /// Gives back part of the reservation (at most what is held).
+    pub fn release(&mut self, bytes: u64) {
+        let bytes = bytes.min(self.bytes);
+        self.bytes -= bytes;
+        self.budget.give_back(bytes);
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.budget.give_back(self.bytes);
+    }
+}
+
+/// The memory available to this process: the cgroup limit when one is set,
+/// else the machine's MemTotal.
+pub fn available_memory() -> Option<u64> {
+    cgroup_limit().or_else(mem_total)
+}
+
+fn cgroup_limit() -> Option<u64> {
+    // cgroup v2, then v1. "max" or absurd values mean no limit.
+    for path in [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ] {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if let Ok(v) = text.trim().parse::<u64>() {
+                if v < (1 << 60) {
+                    return Some(v);
+                }
+            }
+        }
+    }
+    None
+}
+
+fn mem_total() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_release_and_peak() {
+        let b = MemoryBudget::new(100);
+        let mut r1 = b.try_reserve(60).unwrap().unwrap();
+        assert!(b.try_reserve(50).unwrap().is_none());
+        let r2 = b.try_reserve(40).unwrap().unwrap();
+        assert_eq!((b.used(), b.peak()), (100, 100));
+        r1.release(30);
+        assert_eq!(b.used(), 70);
+        drop(r2);
+        drop(r1);
+        assert_eq!((b.used(), b.peak()), (0, 100));
+        assert!(matches!(b.try_reserve(101), Err(BudgetError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn waiting_reservation_is_granted_when_memory_is_freed() {
+        let b = MemoryBudget::new(10);
+        let held = b.try_reserve(10).unwrap().unwrap();
+        let b2 = b.clone();
+        let waiter = std::thread::spawn(move || {
+            b2.reserve_within(5, Duration::from_secs(10), &|| false)
+                .unwrap()
+                .map(|r| r.bytes())
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        drop(held);
+        assert_eq!(waiter.join().unwrap(), Some(5));
+        assert_eq!(b.peak(), 10);
+    }
+
+    #[test]
+    fn waiting_gives_up() {
+        let b = MemoryBudget::new(10);
+        let _held = b.try_reserve(10).unwrap().unwrap();
+        assert_eq!(
+            b.reserve_within(5, Duration::from_secs(5), &|| true).unwrap_err(),
+            BudgetError::Abandoned { bytes: 5 }
+        );
+        assert!(b
+            .reserve_within(5, Duration::from_millis(10), &|| false)
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn machine_memory_is_known() {
+        assert!(available_memory().unwrap() > 1 << 20);
+    }
+}

@@ -1,0 +1,586 @@
+//! The engine: job table, the partition pipeline and its queues.
+//!
+//! A submitted request is checked ([`RawRequest::validate`]) and becomes a
+//! [`Job`] (keyed by its request_id when it has one, so a resubmit finds the
+//! same job). From there it flows partition by partition:
+//!
+//! ```text
+//! jobs ──▶ synthesis queue ──▶ synthesis workers ──▶ ready queue ──▶ prover workers ──▶ assemble, verify ──▶ reply
+//!          (by priority)       (memory reserved)     (bounded)       (SRS leased)
+//! ```
+//!
+//! Both queues are ordered by (priority, submission sequence[, partition]):
+//! a WinningPoSt submitted behind PoRep partitions is the next one
+//! synthesized and the next one proved. Synthesis of later partitions and
+//! jobs runs while earlier ones are proved. Every partition's memory is
+//! reserved from the [`MemoryBudget`] before synthesis and given back in two
+//! steps (a/b/c when the backend has consumed them, the rest when the
+//! partition is proved). Workers live in [`workers`].
+
+mod workers;
+
+pub use workers::partition_bytes;
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use cuzk_circuits::PartitionSource;
+use cuzk_prover::{PartitionWitness, ProverBackend};
+use tracing::{info, warn};
+
+use crate::budget::{MemoryBudget, Reservation};
+use crate::config::EngineConfig;
+use crate::job::{Job, JobOutcome, JobPhase, JobStatus};
+use crate::kinds::{Priority, ProofKind};
+use crate::metrics::Metrics;
+use crate::request::{ProofRequest, RawRequest, RequestError};
+use crate::srs_manager::{SrsEntry, SrsLease, SrsManager};
+
+/// The Filecoin side of proving, as the engine needs it.
+pub trait ProofSystem: Send + Sync + 'static {
+    /// The proof's partitions, ready to synthesize.
+    fn source(&self, req: &ProofRequest) -> Result<Box<dyn PartitionSource>, String>;
+    /// Whether `proof` is a valid proof of `req`.
+    fn verify(&self, req: &ProofRequest, proof: &[u8]) -> Result<bool, String>;
+}
+
+/// The parts an engine is built from.
+#[derive(Clone)]
+pub struct EngineParts {
+    pub system: Arc<dyn ProofSystem>,
+    pub backend: Arc<dyn ProverBackend>,
+    pub srs: Arc<SrsManager>,
+    pub budget: Arc<MemoryBudget>,
+}
+
+/// Why a submit was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SubmitError {
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    /// The request_id is taken by a job of another kind.
+    #[error("request_id {request_id:?} already names a {existing} job; this request is {requested}")]
+    RequestIdConflict {
+        request_id: String,
+        existing: ProofKind,
+        requested: ProofKind,
+    },
+    #[error("the daemon is shutting down and accepts no new jobs")]
+    ShuttingDown,
+}
+
+/// Errors of job lookups and control.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum JobError {
+    #[error("no job {0:?} (unknown, or finished longer ago than engine.job_retention)")]
+    NotFound(String),
+    #[error("job {job_id:?} has already ended ({status})")]
+    AlreadyEnded { job_id: String, status: &'static str },
+}
+
+/// A job accepted (or found again) by submit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Submission {
+    pub job_id: String,
+    /// Jobs not yet started that will start before this one (0 when running
+    /// or done).
+    pub queue_position: u32,
+    /// True when the request_id named an existing job and nothing new was queued.
+    pub existing: bool,
+}
+
+/// The result of waiting for a job.
+#[derive(Clone, Debug)]
+pub enum AwaitOutcome {
+    Done(Arc<JobOutcome>),
+    /// The wait timed out; the job goes on.
+    Timeout,
+}
+
+/// Queue order: higher priority first, then earlier submission.
+type JobKey = (Reverse<Priority>, u64);
+/// Ready-queue order: as jobs, then partition index.
+type PartKey = (Reverse<Priority>, u64, usize);
+
+fn job_key(job: &Job) -> JobKey {
+    (Reverse(job.priority), job.seq)
+}
+
+/// A synthesized partition waiting for a prover.
+pub(crate) struct ReadyPartition {
+    pub job: Arc<Job>,
+    pub k: usize,
+    pub witness: PartitionWitness,
+    pub reservation: Reservation,
+    /// Bytes of the reservation covering a/b/c and the H scratch.
+    pub abc_bytes: u64,
+    /// The circuit's SRS, held from synthesis to proof.
+    pub srs: SrsLease,
+}
+
+/// What one worker is doing (for status).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerTask {
+    pub job_id: String,
+    pub kind: ProofKind,
+    pub partition: usize,
+}
+
+pub(crate) struct State {
+    jobs: HashMap<String, Arc<Job>>,
+    /// Jobs with partitions left to synthesize.
+    synth_queue: BTreeMap<JobKey, Arc<Job>>,
+    /// Synthesized partitions.
+    ready: BTreeMap<PartKey, ReadyPartition>,
+    synth_busy: Vec<Option<WorkerTask>>,
+    prove_busy: Vec<Option<WorkerTask>>,
+    next_seq: u64,
+    accepting: bool,
+    stopping: bool,
+    completed: u64,
+    failed: u64,
+    cancelled: u64,
+}
+
+pub(crate) struct Inner {
+    config: EngineConfig,
+    parts: EngineParts,
+    state: Mutex<State>,
+    /// Work for synthesis workers (a job queued, ready-queue room).
+    synth_cv: Condvar,
+    /// Work for prover workers (a partition ready).
+    prove_cv: Condvar,
+    metrics: Metrics,
+    started: Instant,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Per-kind queue figures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueStatus {
+    pub kind: ProofKind,
+    /// Jobs not started.
+    pub pending: u32,
+    /// Jobs started and not ended.
+    pub in_progress: u32,
+}
+
+/// A snapshot of the engine for status reports.
+#[derive(Clone, Debug)]
+pub struct EngineStatus {
+    pub backend: String,
+    pub queues: Vec<QueueStatus>,
+    pub synthesis_workers: Vec<Option<WorkerTask>>,
+    pub prover_workers: Vec<Option<WorkerTask>>,
+    /// Synthesized partitions waiting for a prover.
+    pub ready_partitions: u32,
+    pub completed: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    pub uptime: Duration,
+    pub budget_used: u64,
+    pub budget_limit: u64,
+    pub budget_peak: u64,
+    pub srs: Vec<SrsEntry>,
+}
+
+/// The proving engine. Cheap to clone; clones share one engine.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl Engine {
+    /// Starts `config.partition_workers` synthesis workers and
+    /// `config.gpu_workers_per_device` prover workers on the backend.
+    pub fn start(config: EngineConfig, parts: EngineParts) -> Engine {
+        let synth_workers = config.partition_workers.max(1);
+        let prove_workers = config.gpu_workers_per_device.max(1);
+        let inner = Arc::new(Inner {
+            config,
+            parts,
+            state: Mutex::new(State {
+                jobs: HashMap::new(),
+                synth_queue: BTreeMap::new(),
+                ready: BTreeMap::new(),
+                synth_busy: vec![None; synth_workers],
+                prove_busy: vec![None; prove_workers],
+                next_seq: 0,
+                accepting: true,
+                stopping: false,
+                completed: 0,
+                failed: 0,
+                cancelled: 0,
+            }),
+            synth_cv: Condvar::new(),
+            prove_cv: Condvar::new(),
+            metrics: Metrics::new(),
+            started: Instant::now(),
+        });
+        inner.metrics.budget(inner.parts.budget.used(), inner.parts.budget.limit());
+        workers::spawn(&inner, synth_workers, prove_workers);
+        info!(
+            synth_workers,
+            prove_workers,
+            backend = %inner.parts.backend.name(),
+            budget = inner.parts.budget.limit(),
+            "engine started"
+        );
+        Engine { inner }
+    }
+
+    /// The engine's configuration.
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+
+    /// The SRS manager.
+    pub fn srs(&self) -> &Arc<SrsManager> {
+        &self.inner.parts.srs
+    }
+
+    /// The memory budget.
+    pub fn budget(&self) -> &Arc<MemoryBudget> {
+        &self.inner.parts.budget
+    }
+
+    /// Checks and queues a request. Blocking: decoding a large vanilla proof
+    /// takes a while, so async callers should run it off the reactor.
+    ///
+    /// A request_id already in the table returns that job (unless it failed
+    /// or was cancelled, in which case the request is proved afresh).
+    pub fn submit(&self, raw: &RawRequest) -> Result<Submission, SubmitError> {
+        let result = self.submit_inner(raw);
+        if let Err(e) = &result {
+            let reason = match e {
+                SubmitError::Request(RequestError::InvalidArgument { .. }) => "invalid_argument",
+                SubmitError::Request(RequestError::FailedPrecondition(_)) => "failed_precondition",
+                SubmitError::Request(RequestError::Unimplemented(_)) => "unimplemented",
+                SubmitError::RequestIdConflict { .. } => "request_id_conflict",
+                SubmitError::ShuttingDown => "shutting_down",
+            };
+            self.inner.metrics.rejected(reason);
+            warn!(request_id = %raw.request_id, error = %e, "request refused");
+        }
+        result
+    }
+
+    fn submit_inner(&self, raw: &RawRequest) -> Result<Submission, SubmitError> {
+        if !raw.request_id.is_empty() {
+            let kind = raw.kind()?;
+            let st = self.inner.lock();
+            if !st.accepting {
+                return Err(SubmitError::ShuttingDown);
+            }
+            if let Some(found) = existing_job(&st, &raw.request_id, kind)? {
+                return Ok(found);
+            }
+        }
+        let request = raw.validate(self.inner.config.max_vanilla_bytes.as_u64())?;
+        self.enqueue(request)
+    }
+
+    /// Queues a request that is already checked (by [`RawRequest::validate`],
+    /// or built directly by an embedding program or a test).
+    pub fn enqueue(&self, request: ProofRequest) -> Result<Submission, SubmitError> {
+        let kind = request.kind();
+        let mut st = self.inner.lock();
+        if !st.accepting {
+            return Err(SubmitError::ShuttingDown);
+        }
+        prune_finished(&mut st, self.inner.config.job_retention);
+        if let Some(id) = &request.request_id {
+            // Another submit of the same id may have won the race meanwhile.
+            if let Some(found) = existing_job(&st, id, kind)? {
+                return Ok(found);
+            }
+        }
+        let seq = st.next_seq;
+        st.next_seq += 1;
+        let job_id = request
+            .request_id
+            .clone()
+            .unwrap_or_else(|| format!("job-{seq}-{:016x}", rand::random::<u64>()));
+        let vanilla_bytes = request.vanilla_bytes;
+        let job = Arc::new(Job::new(job_id.clone(), seq, request));
+        let key = job_key(&job);
+        let queue_position = queue_position(&st, key);
+        st.synth_queue.insert(key, job.clone());
+        st.jobs.insert(job_id.clone(), job.clone());
+        self.inner.metrics.job_submitted(kind);
+        drop(st);
+        self.inner.synth_cv.notify_all();
+        info!(
+            job_id = %job_id,
+            kind = %kind,
+            proof = %job.proof_type,
+            priority = job.priority.as_str(),
+            vanilla_bytes,
+            queue_position,
+            "job queued"
+        );
+        Ok(Submission {
+            job_id,
+            queue_position,
+            existing: false,
+        })
+    }
+
+    /// Looks a job up.
+    pub fn job(&self, job_id: &str) -> Option<Arc<Job>> {
+        self.inner.lock().jobs.get(job_id).cloned()
+    }
+
+    /// Waits for a job to end, or for `timeout` to pass (None: no limit).
+    pub async fn await_job(&self, job_id: &str, timeout: Option<Duration>) -> Result<AwaitOutcome, JobError> {
+        let job = self
+            .job(job_id)
+            .ok_or_else(|| JobError::NotFound(job_id.to_string()))?;
+        let mut rx = job.phase.subscribe();
+        let wait = async {
+            // The job owns the sender, and `job` is held here: the channel
+            // cannot close while waiting.
+            let phase = rx.wait_for(JobPhase::is_done).await.expect("job sender alive");
+            match &*phase {
+                JobPhase::Done(outcome) => outcome.clone(),
+                _ => unreachable!("wait_for returned a phase that is not done"),
+            }
+        };
+        Ok(match timeout {
+            None => AwaitOutcome::Done(wait.await),
+            Some(t) => match tokio::time::timeout(t, wait).await {
+                Ok(outcome) => AwaitOutcome::Done(outcome),
+                Err(_) => AwaitOutcome::Timeout,
+            },
+        })
+    }
+
+    /// Cancels a job: it ends at once; queued partitions are dropped with
+    /// their memory, a partition being synthesized or proved is discarded
+    /// when its worker finishes it. Returns whether the job had started.
+    pub fn cancel(&self, job_id: &str) -> Result<bool, JobError> {
+        let mut st = self.inner.lock();
+        let job = st
+            .jobs
+            .get(job_id)
+            .cloned()
+            .ok_or_else(|| JobError::NotFound(job_id.to_string()))?;
+        if let Some(outcome) = job.outcome() {
+            return Err(JobError::AlreadyEnded {
+                job_id: job_id.to_string(),
+                status: outcome.status.as_str(),
+            });
+        }
+        job.cancel_requested.store(true, std::sync::atomic::Ordering::SeqCst);
+        let was_running = job.run().started.is_some();
+        let outcome = job.outcome_now(JobStatus::Cancelled, Vec::new(), "cancelled".into(), Duration::ZERO);
+        end_job(&mut st, &self.inner, &job, outcome);
+        drop(st);
+        self.inner.synth_cv.notify_all();
+        info!(job_id, was_running, "job cancelled");
+        Ok(was_running)
+    }
+
+    /// A snapshot for status reports.
+    pub fn status(&self) -> EngineStatus {
+        let st = self.inner.lock();
+        let queues = ProofKind::ALL
+            .into_iter()
+            .map(|kind| {
+                let live = st.jobs.values().filter(|j| j.kind == kind && !j.is_done());
+                let (mut pending, mut in_progress) = (0, 0);
+                for j in live {
+                    if j.run().started.is_some() {
+                        in_progress += 1;
+                    } else {
+                        pending += 1;
+                    }
+                }
+                QueueStatus {
+                    kind,
+                    pending,
+                    in_progress,
+                }
+            })
+            .collect();
+        let budget = &self.inner.parts.budget;
+        EngineStatus {
+            backend: self.inner.parts.backend.name(),
+            queues,
+            synthesis_workers: st.synth_busy.clone(),
+            prover_workers: st.prove_busy.clone(),
+            ready_partitions: st.ready.len() as u32,
+            completed: st.completed,
+            failed: st.failed,
+            cancelled: st.cancelled,
+            uptime: self.inner.started.elapsed(),
+            budget_used: budget.used(),
+            budget_limit: budget.limit(),
+            budget_peak: budget.peak(),
+            srs: self.inner.parts.srs.entries(),
+        }
+    }
+
+    /// Prometheus text exposition of the engine's metrics.
+    pub fn metrics_text(&self) -> String {
+        let s = self.status();
+        for q in &s.queues {
+            self.inner.metrics.queues(q.kind, q.pending, q.in_progress);
+        }
+        self.inner.metrics.partitions("ready", s.ready_partitions as usize);
+        self.inner.metrics.budget(s.budget_used, s.budget_limit);
+        self.inner.metrics.render(s.uptime)
+    }
+
+    /// Stops the engine: refuses new jobs, fails those not started, gives
+    /// started ones `grace` to finish (then fails them too), and stops the
+    /// workers.
+    pub async fn shutdown(&self, grace: Duration) {
+        let failed_queued = {
+            let mut st = self.inner.lock();
+            st.accepting = false;
+            let unstarted: Vec<Arc<Job>> = st
+                .jobs
+                .values()
+                .filter(|j| !j.is_done() && j.run().started.is_none())
+                .cloned()
+                .collect();
+            for job in &unstarted {
+                let outcome = job.outcome_now(
+                    JobStatus::Failed,
+                    Vec::new(),
+                    "daemon shutting down; the job was never started".into(),
+                    Duration::ZERO,
+                );
+                end_job(&mut st, &self.inner, job, outcome);
+            }
+            unstarted.len()
+        };
+        info!(failed_queued, "engine shutting down");
+        let deadline = Instant::now() + grace;
+        loop {
+            let running: Vec<Arc<Job>> = {
+                let st = self.inner.lock();
+                st.jobs.values().filter(|j| !j.is_done()).cloned().collect()
+            };
+            if running.is_empty() {
+                break;
+            }
+            if Instant::now() >= deadline {
+                let mut st = self.inner.lock();
+                for job in running {
+                    warn!(job_id = %job.id, "job still running at the end of the shutdown grace; failing it");
+                    let outcome = job.outcome_now(
+                        JobStatus::Failed,
+                        Vec::new(),
+                        "daemon stopped before the job finished".into(),
+                        Duration::ZERO,
+                    );
+                    end_job(&mut st, &self.inner, &job, outcome);
+                }
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.inner.lock().stopping = true;
+        self.inner.synth_cv.notify_all();
+        self.inner.prove_cv.notify_all();
+    }
+}
+
+/// The live job a request_id names, as a submission; `None` when there is
+/// none or it failed / was cancelled (then the request is proved again).
+fn existing_job(st: &State, request_id: &str, kind: ProofKind) -> Result<Option<Submission>, SubmitError> {
+    let Some(job) = st.jobs.get(request_id) else {
+        return Ok(None);
+    };
+    if let Some(outcome) = job.outcome() {
+        if outcome.status != JobStatus::Completed {
+            return Ok(None);
+        }
+    }
+    if job.kind != kind {
+        return Err(SubmitError::RequestIdConflict {
+            request_id: request_id.to_string(),
+            existing: job.kind,
+            requested: kind,
+        });
+    }
+    let queue_position = if job.run().started.is_some() {
+        0
+    } else {
+        queue_position(st, job_key(job))
+    };
+    Ok(Some(Submission {
+        job_id: job.id.clone(),
+        queue_position,
+        existing: true,
+    }))
+}
+
+/// Jobs not yet started that will be started before the job keyed `key`.
+fn queue_position(st: &State, key: JobKey) -> u32 {
+    st.synth_queue
+        .range(..key)
+        .filter(|(_, j)| j.run().started.is_none())
+        .count() as u32
+}
+
+/// Forgets jobs that ended more than `retention` ago.
+fn prune_finished(st: &mut State, retention: Duration) {
+    st.jobs.retain(|_, job| match *job.finished_at.lock().expect("finished_at lock") {
+        Some(at) => at.elapsed() < retention,
+        None => true,
+    });
+}
+
+/// Ends a job unless it has ended already: counts the end in the totals and
+/// metrics first (so whoever sees the job done sees the figures too), drops
+/// its queued work and the memory it holds, then publishes the outcome.
+/// Every end goes through here, with the state lock held.
+pub(crate) fn end_job(st: &mut State, inner: &Inner, job: &Arc<Job>, outcome: JobOutcome) -> bool {
+    if job.is_done() {
+        return false;
+    }
+    st.synth_queue.remove(&job_key(job));
+    let dropped: Vec<PartKey> = st
+        .ready
+        .iter()
+        .filter(|(_, p)| Arc::ptr_eq(&p.job, job))
+        .map(|(k, _)| *k)
+        .collect();
+    for key in dropped {
+        // The witness and its reservation go with the entry.
+        st.ready.remove(&key);
+        job.run().active -= 1;
+    }
+    match outcome.status {
+        JobStatus::Completed => st.completed += 1,
+        JobStatus::Failed => st.failed += 1,
+        JobStatus::Cancelled => st.cancelled += 1,
+    }
+    inner.metrics.job_finished(job.kind, outcome.status);
+    inner.metrics.job_timings(job.kind, &outcome.timings);
+    match outcome.status {
+        JobStatus::Completed => info!(
+            job_id = %job.id,
+            kind = %job.kind,
+            queue_ms = outcome.timings.queue_wait.as_millis() as u64,
+            synthesis_ms = outcome.timings.synthesis.as_millis() as u64,
+            compute_ms = outcome.timings.compute.as_millis() as u64,
+            verify_ms = outcome.timings.verify.as_millis() as u64,
+            total_ms = outcome.timings.total.as_millis() as u64,
+            "job completed, proof verified"
+        ),
+        JobStatus::Failed => warn!(job_id = %job.id, kind = %job.kind, error = %outcome.error, "job failed"),
+        JobStatus::Cancelled => info!(job_id = %job.id, "job ended: cancelled"),
+    }
+    job.finish(outcome)
+}

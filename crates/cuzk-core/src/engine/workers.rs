@@ -1,0 +1,371 @@
+//! The engine's worker threads: synthesis workers turn queued jobs'
+//! partitions into witnesses (after reserving their memory), prover workers
+//! turn witnesses into partition proofs on the backend (holding the SRS);
+//! the worker that proves a job's last partition assembles and verifies it.
+//!
+//! Every partition step logs a timeline event (`partition` target):
+//! synthesis start/end, prove start/end, assembled.
+
+use std::cmp::Reverse;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use blstrs::Scalar;
+use cuzk_prover::srs::SectionCounts;
+use cuzk_prover::WitnessSize;
+use ff::Field;
+use tracing::info;
+
+use super::{end_job, Inner, ReadyPartition, WorkerTask};
+use crate::job::{Job, JobStatus};
+
+/// How long a worker waits for memory (or an SRS) before looking again at
+/// whether its job is still wanted.
+const WAIT_SLICE: Duration = Duration::from_millis(500);
+
+pub(super) fn spawn(inner: &Arc<Inner>, synth: usize, prove: usize) {
+    for w in 0..synth {
+        let inner = inner.clone();
+        std::thread::Builder::new()
+            .name(format!("cuzk-synth-{w}"))
+            .spawn(move || synth_loop(&inner, w))
+            .expect("spawn synthesis worker");
+    }
+    for w in 0..prove {
+        let inner = inner.clone();
+        std::thread::Builder::new()
+            .name(format!("cuzk-prove-{w}"))
+            .spawn(move || prove_loop(&inner, w))
+            .expect("spawn prover worker");
+    }
+}
+
+/// Memory one partition needs: (a/b/c and H scratch, the rest). From the
+/// SRS sizes: the domain is h + 1, aux is the L query, inputs the IC.
+pub fn partition_bytes(c: &SectionCounts) -> (u64, u64) {
+    let n = c.h as u64 + 1;
+    let aux = c.l as u64;
+    let inputs = c.ic as u64;
+    // a, b, c padded to n; H coefficients' bytes and point pointers (MSM).
+    let abc = 3 * 32 * n + 40 * n;
+    // Assignments, density bitmaps, MSM scalar bytes and pointers for aux.
+    let rest = 32 * (aux + inputs) + (2 * aux + inputs) / 8 + 64 + 40 * aux;
+    (abc, rest)
+}
+
+fn witness_size(c: &SectionCounts) -> WitnessSize {
+    WitnessSize {
+        constraints: c.h + 1,
+        inputs: c.ic,
+        aux: c.l,
+    }
+}
+
+fn catch<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(format!("{what} panicked: {msg}"))
+        }
+    }
+}
+
+/// Why a job should stop, if it should.
+fn halted(inner: &Inner, job: &Job) -> Option<String> {
+    if job.is_done() || job.cancel_requested() {
+        return Some(String::new());
+    }
+    let deadline = inner.config.job_deadline;
+    if !deadline.is_zero() && job.submitted.elapsed() > deadline {
+        return Some(format!("deadline of {deadline:?} exceeded"));
+    }
+    None
+}
+
+/// What a step produced.
+enum Step<T> {
+    Done(T),
+    /// The job ended meanwhile (cancelled, failed elsewhere): drop the work.
+    Dropped,
+    Failed(String),
+}
+
+fn synth_loop(inner: &Arc<Inner>, w: usize) {
+    loop {
+        let Some((job, k, build)) = next_synthesis(inner, w) else {
+            return;
+        };
+        let t = Instant::now();
+        let step = synthesize(inner, &job, k, build);
+        inner.metrics.worker_busy("synthesis", t.elapsed());
+        let mut st = inner.lock();
+        st.synth_busy[w] = None;
+        match step {
+            Step::Done(part) if !job.is_done() => {
+                info!(target: "partition", job_id = %job.id, partition = k, "queued for a prover");
+                st.ready.insert((Reverse(job.priority), job.seq, k), part);
+                inner.metrics.partitions("ready", st.ready.len());
+                inner.prove_cv.notify_one();
+            }
+            Step::Done(_) | Step::Dropped => job.run().active -= 1,
+            Step::Failed(e) => {
+                job.run().active -= 1;
+                let outcome = job.outcome_now(JobStatus::Failed, Vec::new(), e, Duration::ZERO);
+                end_job(&mut st, inner, &job, outcome);
+            }
+        }
+        drop(st);
+        inner.synth_cv.notify_all();
+    }
+}
+
+/// Waits for the best partition to synthesize; `None` when stopping.
+fn next_synthesis(inner: &Inner, w: usize) -> Option<(Arc<Job>, usize, bool)> {
+    let cap = inner.config.synthesized_queue.max(1);
+    let mut st = inner.lock();
+    loop {
+        if st.stopping {
+            return None;
+        }
+        let pick = if st.ready.len() >= cap {
+            None
+        } else {
+            st.synth_queue
+                .iter()
+                .find(|(_, j)| j.run().wants_synthesis())
+                .map(|(key, j)| (*key, j.clone()))
+        };
+        let Some((key, job)) = pick else {
+            st = inner.synth_cv.wait(st).unwrap_or_else(|p| p.into_inner());
+            continue;
+        };
+        let (k, build) = {
+            let mut run = job.run();
+            let build = run.source.is_none();
+            if build {
+                run.building = true;
+            }
+            let k = run.next_synth;
+            run.next_synth += 1;
+            if run.partitions.is_some_and(|n| run.next_synth >= n) {
+                st.synth_queue.remove(&key);
+            }
+            run.active += 1;
+            run.started.get_or_insert_with(Instant::now);
+            (k, build)
+        };
+        job.mark_running();
+        st.synth_busy[w] = Some(WorkerTask {
+            job_id: job.id.clone(),
+            kind: job.kind,
+            partition: k,
+        });
+        return Some((job, k, build));
+    }
+}
+
+fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step<ReadyPartition> {
+    if build {
+        let t = Instant::now();
+        let built = catch("building the circuits", || inner.parts.system.source(&job.request));
+        let source = match built {
+            Ok(s) => Arc::from(s),
+            Err(e) => return Step::Failed(format!("cannot build the circuits: {e}")),
+        };
+        let n = {
+            let mut run = job.run();
+            let n = cuzk_circuits::PartitionSource::partitions(&*source);
+            run.source = Some(source);
+            run.partitions = Some(n);
+            run.building = false;
+            run.proofs = vec![None; n];
+            run.synthesis += t.elapsed();
+            n
+        };
+        let mut st = inner.lock();
+        if job.run().next_synth >= n {
+            st.synth_queue.remove(&(Reverse(job.priority), job.seq));
+        }
+        drop(st);
+        inner.synth_cv.notify_all();
+        info!(target: "partition", job_id = %job.id, kind = %job.kind, partitions = n, "partitions queued");
+    }
+    if let Some(why) = halted(inner, job) {
+        return if why.is_empty() { Step::Dropped } else { Step::Failed(why) };
+    }
+    let counts = match inner.parts.srs.counts(job.proof_type) {
+        Ok(c) => c,
+        Err(e) => return Step::Failed(format!("cannot size the partition: {e}")),
+    };
+    let (abc_bytes, rest) = partition_bytes(&counts);
+    // The SRS is leased (loaded if cold) together with the partition's
+    // memory, so a synthesized partition never waits for room to load it.
+    let (srs, reservation) = loop {
+        let give_up = || job.is_done() || job.cancel_requested();
+        match inner
+            .parts
+            .srs
+            .lease_with(job.proof_type, abc_bytes + rest, WAIT_SLICE, &give_up)
+        {
+            Ok(Some((lease, reservation, load))) => {
+                job.run().srs_load += load;
+                break (lease, reservation);
+            }
+            Ok(None) => {}
+            Err(_) if give_up() => return Step::Dropped,
+            Err(e) => return Step::Failed(format!("memory budget: {e}")),
+        }
+        if let Some(why) = halted(inner, job) {
+            return if why.is_empty() { Step::Dropped } else { Step::Failed(why) };
+        }
+    };
+    let Some(source) = job.run().source.clone() else {
+        return Step::Dropped;
+    };
+    info!(target: "partition", job_id = %job.id, partition = k, bytes = reservation.bytes(), "synthesis start");
+    let t = Instant::now();
+    let synthesized = catch("synthesis", || {
+        source
+            .synthesize_sized(k, Some(witness_size(&counts)))
+            .map_err(|e| e.to_string())
+    });
+    let witness = match synthesized {
+        Ok(s) => s.witness,
+        Err(e) => return Step::Failed(e),
+    };
+    let took = t.elapsed();
+    job.run().synthesis += took;
+    inner.metrics.partition_stage(job.kind, "synthesis", took);
+    info!(target: "partition", job_id = %job.id, partition = k, ms = took.as_millis() as u64, "synthesis end");
+    Step::Done(ReadyPartition {
+        job: job.clone(),
+        k,
+        witness,
+        reservation,
+        abc_bytes,
+        srs,
+    })
+}
+
+fn prove_loop(inner: &Arc<Inner>, w: usize) {
+    loop {
+        let part = {
+            let mut st = inner.lock();
+            loop {
+                if st.stopping {
+                    return;
+                }
+                if let Some((_, part)) = st.ready.pop_first() {
+                    st.prove_busy[w] = Some(WorkerTask {
+                        job_id: part.job.id.clone(),
+                        kind: part.job.kind,
+                        partition: part.k,
+                    });
+                    inner.metrics.partitions("ready", st.ready.len());
+                    break part;
+                }
+                st = inner.prove_cv.wait(st).unwrap_or_else(|p| p.into_inner());
+            }
+        };
+        // The ready queue has room again.
+        inner.synth_cv.notify_all();
+        let job = part.job.clone();
+        let k = part.k;
+        let t = Instant::now();
+        let step = prove(inner, part);
+        inner.metrics.worker_busy("prove", t.elapsed());
+        let mut st = inner.lock();
+        st.prove_busy[w] = None;
+        job.run().active -= 1;
+        match step {
+            Step::Done(proof) if !job.is_done() => {
+                let complete = {
+                    let mut run = job.run();
+                    run.proofs[k] = Some(proof);
+                    run.proved += 1;
+                    run.partitions == Some(run.proved)
+                };
+                if complete {
+                    drop(st);
+                    finish(inner, &job);
+                }
+            }
+            Step::Done(_) | Step::Dropped => {}
+            Step::Failed(e) => {
+                let outcome = job.outcome_now(JobStatus::Failed, Vec::new(), e, Duration::ZERO);
+                end_job(&mut st, inner, &job, outcome);
+            }
+        }
+    }
+}
+
+fn prove(inner: &Arc<Inner>, mut part: ReadyPartition) -> Step<Vec<u8>> {
+    let job = part.job.clone();
+    if let Some(why) = halted(inner, &job) {
+        return if why.is_empty() { Step::Dropped } else { Step::Failed(why) };
+    }
+    let mut rng = rand::rngs::OsRng;
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let mut witnesses = [std::mem::take(&mut part.witness)];
+    let (abc, k) = (part.abc_bytes, part.k);
+    let reservation = &mut part.reservation;
+    let lease = &part.srs;
+    info!(target: "partition", job_id = %job.id, partition = k, "prove start");
+    let t = Instant::now();
+    let proved = catch("the prover backend", || {
+        inner
+            .parts
+            .backend
+            .prove_with(&mut witnesses, &lease.data().as_srs_ref(), &[r], &[s], &mut |_| {
+                reservation.release(abc)
+            })
+            .map_err(|e| format!("partition {k}: {e}"))
+    });
+    drop(witnesses);
+    let took = t.elapsed();
+    // The rest of the reservation and the SRS lease go back here.
+    drop(part);
+    inner.metrics.budget(inner.parts.budget.used(), inner.parts.budget.limit());
+    job.run().compute += took;
+    inner.metrics.partition_stage(job.kind, "prove", took);
+    info!(target: "partition", job_id = %job.id, partition = k, ms = took.as_millis() as u64, "prove end");
+    match proved {
+        Ok((proofs, _)) => match proofs.first() {
+            Some(p) => Step::Done(p.to_bytes().to_vec()),
+            None => Step::Failed("the backend returned no proof".into()),
+        },
+        Err(e) => Step::Failed(e),
+    }
+}
+
+/// Assembles the partition proofs in order, verifies, and ends the job.
+fn finish(inner: &Arc<Inner>, job: &Arc<Job>) {
+    let proof: Vec<u8> = job.run().proofs.iter().flatten().flatten().copied().collect();
+    info!(target: "partition", job_id = %job.id, bytes = proof.len(), "assembled");
+    let t = Instant::now();
+    let verified = catch("verification", || inner.parts.system.verify(&job.request, &proof));
+    let verify = t.elapsed();
+    let outcome = match verified {
+        Ok(true) => job.outcome_now(JobStatus::Completed, proof, String::new(), verify),
+        Ok(false) => job.outcome_now(
+            JobStatus::Failed,
+            Vec::new(),
+            "the proof failed verification and was discarded".into(),
+            verify,
+        ),
+        Err(e) => job.outcome_now(
+            JobStatus::Failed,
+            Vec::new(),
+            format!("the proof could not be verified: {e}"),
+            verify,
+        ),
+    };
+    let mut st = inner.lock();
+    end_job(&mut st, inner, job, outcome);
+}

@@ -1,0 +1,486 @@
+//! The SRS manager: which circuits' parameters are resident, and in which tier.
+//!
+//! - **hot**: loaded into this process (decoded points, or a memory-mapped
+//!   warm file) and charged to the memory budget at its size;
+//! - **warm**: not resident, but a warm file (points already in memory
+//!   layout) waits in `srs.warm_dir`, so loading it is an mmap;
+//! - **cold**: only the `.params` file; loading decodes it.
+//!
+//! An SRS loads on first use ([`SrsManager::acquire`]) or on request
+//! (`PreloadSRS`); jobs hold it through an [`SrsLease`] (the in-use count).
+//! `EvictSRS` drops an idle one and refuses one in use. Under memory pressure
+//! the least recently used idle SRS, idle for at least `eviction_min_idle`,
+//! is evicted to make room.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use cuzk_prover::srs::{write_warm, ParamsFile, SectionCounts, Srs, SubgroupCheck, WarmSrs};
+use cuzk_prover::SrsRef;
+use tracing::{info, warn};
+
+use crate::budget::{MemoryBudget, Reservation};
+use crate::kinds::ProofType;
+use crate::params::param_files;
+
+/// SRS points, decoded or mapped.
+pub enum SrsData {
+    Decoded(Srs),
+    Mapped(WarmSrs),
+}
+
+impl SrsData {
+    pub fn as_srs_ref(&self) -> SrsRef<'_> {
+        match self {
+            SrsData::Decoded(s) => s.as_srs_ref(),
+            SrsData::Mapped(w) => w.as_srs_ref(),
+        }
+    }
+
+    pub fn bytes(&self) -> u64 {
+        match self {
+            SrsData::Decoded(s) => s.bytes(),
+            SrsData::Mapped(w) => w.bytes(),
+        }
+    }
+}
+
+/// Where SRS come from.
+pub trait SrsLoader: Send + Sync {
+    /// Section sizes without loading the points.
+    fn counts(&self, proof: ProofType) -> Result<SectionCounts, String>;
+    /// Bytes the SRS will occupy when loaded.
+    fn size(&self, proof: ProofType) -> Result<u64, String>;
+    /// Loads the points.
+    fn load(&self, proof: ProofType) -> Result<SrsData, String>;
+    /// Whether a warm file exists for the circuit.
+    fn has_warm(&self, _proof: ProofType) -> bool {
+        false
+    }
+}
+
+/// Loads from the parameter cache, through warm files when configured.
+pub struct ParamsLoader {
+    check: SubgroupCheck,
+    warm_dir: Option<PathBuf>,
+}
+
+impl ParamsLoader {
+    pub fn new(check_subgroup: bool, warm_dir: Option<PathBuf>) -> ParamsLoader {
+        ParamsLoader {
+            check: if check_subgroup {
+                SubgroupCheck::Full
+            } else {
+                SubgroupCheck::None
+            },
+            warm_dir,
+        }
+    }
+
+    fn warm_path(&self, proof: ProofType) -> Option<PathBuf> {
+        let dir = self.warm_dir.as_ref()?;
+        let files = param_files(proof).ok()?;
+        let name = files.params.file_name()?.to_string_lossy().into_owned();
+        Some(dir.join(format!("{name}.warm")))
+    }
+
+    fn open(&self, proof: ProofType) -> Result<ParamsFile, String> {
+        let files = param_files(proof)?;
+        ParamsFile::open(&files.params).map_err(|e| e.to_string())
+    }
+}
+
+impl SrsLoader for ParamsLoader {
+    fn counts(&self, proof: ProofType) -> Result<SectionCounts, String> {
+        Ok(self.open(proof)?.counts())
+    }
+
+    fn size(&self, proof: ProofType) -> Result<u64, String> {
+        let decoded = Srs::bytes_for(&self.counts(proof)?);
+        // A warm file is mapped whole; it may be a little larger.
+        let warm = self
+            .warm_path(proof)
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map_or(0, |m| m.len());
+        Ok(decoded.max(warm))
+    }
+
+    fn load(&self, proof: ProofType) -> Result<SrsData, String> {
+        let file = self.open(proof)?;
+        if let Some(path) = self.warm_path(proof) {
+            if path.is_file() {
+                match WarmSrs::open_expecting(&path, &file.vk_fingerprint()) {
+                    Ok(w) => return Ok(SrsData::Mapped(w)),
+                    Err(e) => warn!(path = %path.display(), "warm SRS unusable, decoding .params: {e}"),
+                }
+            }
+        }
+        let srs = file.decode(self.check).map_err(|e| e.to_string())?;
+        if let Some(path) = self.warm_path(proof) {
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            // Next load of this circuit maps instead of decoding.
+            if let Err(e) = write_warm(&srs, &path) {
+                warn!(path = %path.display(), "cannot write the warm SRS: {e}");
+            }
+        }
+        Ok(SrsData::Decoded(srs))
+    }
+
+    fn has_warm(&self, proof: ProofType) -> bool {
+        self.warm_path(proof).is_some_and(|p| p.is_file())
+    }
+}
+
+/// The three tiers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    Hot,
+    Warm,
+    Cold,
+}
+
+impl Tier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Hot => "hot",
+            Tier::Warm => "warm",
+            Tier::Cold => "cold",
+        }
+    }
+}
+
+/// One circuit's SRS, for status reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SrsEntry {
+    pub circuit_id: String,
+    pub tier: Tier,
+    /// Resident bytes (hot), else the size it would take.
+    pub bytes: u64,
+    /// Jobs holding it now.
+    pub in_use: u32,
+    /// Seconds since it was last used (None: never).
+    pub idle_secs: Option<u64>,
+    pub loads: u32,
+}
+
+struct Hot {
+    data: Arc<SrsData>,
+    _charge: Reservation,
+}
+
+struct Entry {
+    proof: ProofType,
+    hot: Option<Hot>,
+    in_use: u32,
+    last_use: Option<Instant>,
+    loads: u32,
+    /// Held while loading, so one circuit loads once.
+    load_lock: Arc<Mutex<()>>,
+}
+
+/// Why an SRS could not be acquired, preloaded or evicted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SrsError {
+    #[error("unknown circuit id {0:?} (expected e.g. porep-32g, snap-32g, wpost-32g, winning-32g)")]
+    UnknownCircuit(String),
+    #[error("SRS {circuit_id} is in use by {in_use} job(s) and cannot be evicted")]
+    InUse { circuit_id: String, in_use: u32 },
+    #[error("SRS {circuit_id}: {message}")]
+    Load { circuit_id: String, message: String },
+    #[error("SRS {circuit_id} ({bytes} bytes) does not fit in the memory budget now")]
+    NoRoom { circuit_id: String, bytes: u64 },
+}
+
+/// A job's hold on a hot SRS.
+pub struct SrsLease {
+    data: Arc<SrsData>,
+    circuit_id: String,
+    manager: Arc<SrsManager>,
+}
+
+impl SrsLease {
+    pub fn data(&self) -> &SrsData {
+        &self.data
+    }
+}
+
+impl Drop for SrsLease {
+    fn drop(&mut self) {
+        let mut entries = self.manager.lock();
+        if let Some(e) = entries.get_mut(&self.circuit_id) {
+            e.in_use = e.in_use.saturating_sub(1);
+            e.last_use = Some(Instant::now());
+        }
+    }
+}
+
+/// The resident SRS of every circuit, charged to the memory budget.
+pub struct SrsManager {
+    loader: Arc<dyn SrsLoader>,
+    budget: Arc<MemoryBudget>,
+    min_idle: Duration,
+    entries: Mutex<HashMap<String, Entry>>,
+}
+
+impl SrsManager {
+    pub fn new(loader: Arc<dyn SrsLoader>, budget: Arc<MemoryBudget>, min_idle: Duration) -> Arc<SrsManager> {
+        Arc::new(SrsManager {
+            loader,
+            budget,
+            min_idle,
+            entries: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn entry(entries: &mut HashMap<String, Entry>, proof: ProofType) -> &mut Entry {
+        entries.entry(proof.circuit_id()).or_insert_with(|| Entry {
+            proof,
+            hot: None,
+            in_use: 0,
+            last_use: None,
+            loads: 0,
+            load_lock: Arc::new(Mutex::new(())),
+        })
+    }
+
+    /// Section counts of a circuit's SRS (from the file header).
+    pub fn counts(&self, proof: ProofType) -> Result<SectionCounts, String> {
+        self.loader.counts(proof)
+    }
+
+    /// The hot SRS of `proof`'s circuit, loading it if needed (evicting idle
+    /// ones under memory pressure, waiting up to `wait` for room). Returns
+    /// the lease and the time spent loading (zero if it was hot).
+    pub fn acquire(
+        self: &Arc<Self>,
+        proof: ProofType,
+        wait: Duration,
+        give_up: &dyn Fn() -> bool,
+    ) -> Result<(SrsLease, Duration), SrsError> {
+        match self.lease_with(proof, 0, wait, give_up)? {
+            Some((lease, _, took)) => Ok((lease, took)),
+            None => Err(SrsError::NoRoom {
+                circuit_id: proof.circuit_id(),
+                bytes: self.loader.size(proof).unwrap_or(0),
+            }),
+        }
+    }
+
+    /// Leases `proof`'s SRS and reserves `extra` bytes with it: both or
+    /// neither. Nothing is held while waiting for room, so workers needing
+    /// different circuits (or partitions needing the SRS they wait for)
+    /// cannot block each other. A cold SRS is loaded, its bytes reserved in
+    /// the same step as `extra`. Returns the lease, the `extra` reservation
+    /// and the load time; `Ok(None)` when there was no room within `wait`.
+    pub fn lease_with(
+        self: &Arc<Self>,
+        proof: ProofType,
+        extra: u64,
+        wait: Duration,
+        give_up: &dyn Fn() -> bool,
+    ) -> Result<Option<(SrsLease, Reservation, Duration)>, SrsError> {
+        let id = proof.circuit_id();
+        let err = |message: String| SrsError::Load {
+            circuit_id: id.clone(),
+            message,
+        };
+        let t = Instant::now();
+        let was_hot = self.lock().get(&id).is_some_and(|e| e.hot.is_some());
+        let srs_bytes = if was_hot { 0 } else { self.loader.size(proof).map_err(err)? };
+        let need = extra + srs_bytes;
+        let mut reservation = match self.budget.try_reserve(need).map_err(|e| err(e.to_string()))? {
+            Some(r) => r,
+            None => {
+                self.evict_idle(need, Some(&id));
+                match self
+                    .budget
+                    .reserve_within(need, wait, give_up)
+                    .map_err(|e| err(e.to_string()))?
+                {
+                    Some(r) => r,
+                    None => return Ok(None),
+                }
+            }
+        };
+        let load_lock = {
+            let mut entries = self.lock();
+            let e = Self::entry(&mut entries, proof);
+            if let Some(hot) = &e.hot {
+                e.in_use += 1;
+                reservation.release(srs_bytes);
+                return Ok(Some((self.lease(&id, hot.data.clone()), reservation, Duration::ZERO)));
+            }
+            if was_hot {
+                // Evicted since we looked: the reservation lacks its bytes.
+                return Ok(None);
+            }
+            e.load_lock.clone()
+        };
+        let _loading = load_lock.lock().unwrap_or_else(|p| p.into_inner());
+        {
+            // Someone else may have loaded it while we waited.
+            let mut entries = self.lock();
+            let e = Self::entry(&mut entries, proof);
+            if let Some(hot) = &e.hot {
+                e.in_use += 1;
+                reservation.release(srs_bytes);
+                return Ok(Some((self.lease(&id, hot.data.clone()), reservation, Duration::ZERO)));
+            }
+        }
+        let mut charge = reservation.split(srs_bytes);
+        let data = Arc::new(self.loader.load(proof).map_err(err)?);
+        if data.bytes() > charge.bytes() {
+            // The loader under-estimated: charge the rest or refuse.
+            let more = data.bytes() - charge.bytes();
+            match self.budget.try_reserve(more) {
+                Ok(Some(r)) => charge.absorb(r),
+                _ => {
+                    return Err(err(format!(
+                        "loaded {} bytes where {} were expected, and the budget has no room for the rest",
+                        data.bytes(),
+                        charge.bytes()
+                    )))
+                }
+            }
+        } else {
+            charge.release(charge.bytes() - data.bytes());
+        }
+        let took = t.elapsed();
+        info!(circuit = %id, bytes = data.bytes(), ms = took.as_millis() as u64, "SRS loaded (hot)");
+        let mut entries = self.lock();
+        let e = Self::entry(&mut entries, proof);
+        e.hot = Some(Hot {
+            data: data.clone(),
+            _charge: charge,
+        });
+        e.loads += 1;
+        e.in_use += 1;
+        drop(entries);
+        Ok(Some((self.lease(&id, data), reservation, took)))
+    }
+
+    fn lease(self: &Arc<Self>, id: &str, data: Arc<SrsData>) -> SrsLease {
+        SrsLease {
+            data,
+            circuit_id: id.to_string(),
+            manager: self.clone(),
+        }
+    }
+
+    /// Evicts idle SRS, least recently used first, until `bytes` more would
+    /// fit in the budget or none is left to evict. Returns the bytes freed.
+    pub fn evict_idle_for(&self, bytes: u64) -> u64 {
+        self.evict_idle(bytes, None)
+    }
+
+    /// As [`Self::evict_idle_for`], sparing the circuit `keep`.
+    fn evict_idle(&self, bytes: u64, keep: Option<&str>) -> u64 {
+        let mut entries = self.lock();
+        let mut idle: Vec<(Option<Instant>, String)> = entries
+            .iter()
+            .filter(|(id, e)| {
+                keep != Some(id.as_str())
+                    && e.hot.is_some()
+                    && e.in_use == 0
+                    && e.last_use.is_none_or(|t| t.elapsed() >= self.min_idle)
+            })
+            .map(|(id, e)| (e.last_use, id.clone()))
+            .collect();
+        idle.sort();
+        let mut freed = 0;
+        for (_, id) in idle {
+            if self.budget.used() + bytes <= self.budget.limit() {
+                break;
+            }
+            if let Some(hot) = entries.get_mut(&id).and_then(|e| e.hot.take()) {
+                let b = hot.data.bytes();
+                freed += b;
+                info!(circuit = %id, bytes = b, "SRS evicted under memory pressure");
+            }
+        }
+        freed
+    }
+
+    /// Loads a circuit's SRS now. Returns whether it was already hot and the
+    /// load time.
+    pub fn preload(self: &Arc<Self>, circuit_id: &str) -> Result<(bool, Duration), SrsError> {
+        let proof = ProofType::from_circuit_id(circuit_id)
+            .ok_or_else(|| SrsError::UnknownCircuit(circuit_id.to_string()))?;
+        let (lease, took) = self.acquire(proof, Duration::ZERO, &|| false)?;
+        drop(lease);
+        Ok((took.is_zero(), took))
+    }
+
+    /// Drops a hot SRS that no job holds. Returns whether it was loaded and
+    /// the bytes freed.
+    pub fn evict(&self, circuit_id: &str) -> Result<(bool, u64), SrsError> {
+        if ProofType::from_circuit_id(circuit_id).is_none() {
+            return Err(SrsError::UnknownCircuit(circuit_id.to_string()));
+        }
+        let mut entries = self.lock();
+        let Some(e) = entries.get_mut(circuit_id) else {
+            return Ok((false, 0));
+        };
+        if e.in_use > 0 {
+            return Err(SrsError::InUse {
+                circuit_id: circuit_id.to_string(),
+                in_use: e.in_use,
+            });
+        }
+        Ok(match e.hot.take() {
+            Some(hot) => {
+                let b = hot.data.bytes();
+                info!(circuit = %circuit_id, bytes = b, "SRS evicted on request");
+                (true, b)
+            }
+            None => (false, 0),
+        })
+    }
+
+    /// Every circuit seen so far, by circuit id.
+    pub fn entries(&self) -> Vec<SrsEntry> {
+        let entries = self.lock();
+        let mut out: Vec<SrsEntry> = entries
+            .iter()
+            .map(|(id, e)| {
+                let (tier, bytes) = match &e.hot {
+                    Some(h) => (Tier::Hot, h.data.bytes()),
+                    None => (
+                        if self.loader.has_warm(e.proof) {
+                            Tier::Warm
+                        } else {
+                            Tier::Cold
+                        },
+                        self.loader.size(e.proof).unwrap_or(0),
+                    ),
+                };
+                SrsEntry {
+                    circuit_id: id.clone(),
+                    tier,
+                    bytes,
+                    in_use: e.in_use,
+                    idle_secs: e.last_use.map(|t| t.elapsed().as_secs()),
+                    loads: e.loads,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
+        out
+    }
+
+    /// Bytes of hot SRS.
+    pub fn hot_bytes(&self) -> u64 {
+        self.lock()
+            .values()
+            .filter_map(|e| e.hot.as_ref().map(|h| h.data.bytes()))
+            .sum()
+    }
+}

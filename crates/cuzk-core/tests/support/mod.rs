@@ -1,0 +1,351 @@
+//! A scripted proof system, backend and SRS loader for engine tests: every
+//! interleaving is forced with gates, nothing is really proved, so the tests
+//! run in milliseconds.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use blstrs::{G1Affine, G2Affine, Scalar};
+use cuzk_circuits::{CircuitError, PartitionSource};
+use cuzk_core::budget::MemoryBudget;
+use cuzk_core::config::EngineConfig;
+use cuzk_core::engine::{EngineParts, ProofSystem};
+use cuzk_core::srs_manager::{SrsData, SrsLoader, SrsManager};
+use cuzk_core::{Engine, Priority, ProofInput, ProofRequest, ProofType};
+use cuzk_prover::srs::{SectionCounts, Srs, VerifyingKeyPoints};
+use cuzk_prover::{
+    PartitionWitness, Proof, ProveStats, ProverBackend, ProverError, SrsRef, Synthesized,
+    WitnessSize,
+};
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, SectorId};
+use group::prime::PrimeCurveAffine;
+
+/// What the scripted pieces do for a job, keyed by its marker.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Script {
+    Prove,
+    FailProve,
+    Panic,
+    BadProof,
+    FailSynthesis,
+}
+
+/// A gate threads wait at while it is closed.
+#[derive(Default)]
+pub struct Gate {
+    closed: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Gate {
+    pub fn closed() -> Gate {
+        Gate {
+            closed: Mutex::new(true),
+            cv: Condvar::new(),
+        }
+    }
+    pub fn open(&self) {
+        *self.closed.lock().unwrap() = false;
+        self.cv.notify_all();
+    }
+    pub fn close(&self) {
+        *self.closed.lock().unwrap() = true;
+    }
+    fn pass(&self) {
+        let g = self.closed.lock().unwrap();
+        drop(self.cv.wait_while(g, |c| *c).unwrap());
+    }
+}
+
+/// Shared script, logs and gates.
+#[derive(Default)]
+pub struct Scripted {
+    pub scripts: Mutex<HashMap<u8, Script>>,
+    /// (marker, partition) in the order proving started.
+    pub proved: Mutex<Vec<(u8, usize)>>,
+    /// (marker, partition) in the order synthesis started.
+    pub synthesized: Mutex<Vec<(u8, usize)>>,
+    /// Markers in the order their jobs were verified (i.e. completed).
+    pub verified: Mutex<Vec<u8>>,
+    pub prove_gate: Gate,
+    pub synth_gate: Gate,
+    pub entered: Condvar,
+    /// Simulated time per prove.
+    pub prove_time: Mutex<Duration>,
+}
+
+pub type Shared = Arc<Scripted>;
+
+pub fn shared() -> Shared {
+    Arc::new(Scripted::default())
+}
+
+impl Scripted {
+    pub fn script(&self, marker: u8, s: Script) {
+        self.scripts.lock().unwrap().insert(marker, s);
+    }
+    fn get(&self, marker: u8) -> Script {
+        self.scripts.lock().unwrap().get(&marker).copied().unwrap_or(Script::Prove)
+    }
+    pub fn proved(&self) -> Vec<(u8, usize)> {
+        self.proved.lock().unwrap().clone()
+    }
+    pub fn proved_markers(&self) -> Vec<u8> {
+        self.proved().into_iter().map(|(m, _)| m).collect()
+    }
+    /// Blocks until (marker, partition) has started proving.
+    pub fn wait_proving(&self, marker: u8, k: usize) {
+        let g = self.proved.lock().unwrap();
+        let (_g, t) = self
+            .entered
+            .wait_timeout_while(g, Duration::from_secs(20), |v| !v.contains(&(marker, k)))
+            .unwrap();
+        assert!(!t.timed_out(), "partition {k} of job {marker} never started proving");
+    }
+}
+
+pub fn marker(req: &ProofRequest) -> (u8, usize) {
+    match &req.input {
+        ProofInput::WindowPost { randomness, .. } => (randomness[0], randomness[1].max(1) as usize),
+        _ => (0, 1),
+    }
+}
+
+struct FakeSource {
+    shared: Shared,
+    marker: u8,
+    partitions: usize,
+}
+
+impl PartitionSource for FakeSource {
+    fn partitions(&self) -> usize {
+        self.partitions
+    }
+    fn synthesize_sized(&self, k: usize, _: Option<WitnessSize>) -> Result<Synthesized, CircuitError> {
+        self.shared.synthesized.lock().unwrap().push((self.marker, k));
+        self.shared.synth_gate.pass();
+        if self.shared.get(self.marker) == Script::FailSynthesis {
+            return Err(CircuitError::Build(format!("scripted synthesis failure of {}", self.marker)));
+        }
+        Ok(Synthesized {
+            witness: PartitionWitness {
+                input: vec![Scalar::from(self.marker as u64), Scalar::from(k as u64)],
+                ..Default::default()
+            },
+            elapsed: Duration::ZERO,
+        })
+    }
+    fn bellperson_proofs(
+        &self,
+        _: &bellperson::groth16::Parameters<blstrs::Bls12>,
+        _: Vec<Scalar>,
+        _: Vec<Scalar>,
+    ) -> Result<Vec<bellperson::groth16::Proof<blstrs::Bls12>>, CircuitError> {
+        Err(CircuitError::Bellperson("not in tests".into()))
+    }
+}
+
+pub struct FakeSystem(pub Shared);
+
+impl ProofSystem for FakeSystem {
+    fn source(&self, req: &ProofRequest) -> Result<Box<dyn PartitionSource>, String> {
+        let (marker, partitions) = marker(req);
+        Ok(Box::new(FakeSource {
+            shared: self.0.clone(),
+            marker,
+            partitions,
+        }))
+    }
+    fn verify(&self, req: &ProofRequest, proof: &[u8]) -> Result<bool, String> {
+        let (marker, partitions) = marker(req);
+        self.0.verified.lock().unwrap().push(marker);
+        // A BadProof job's backend returns identity points: reject them.
+        Ok(proof.len() == 192 * partitions && self.0.get(marker) != Script::BadProof)
+    }
+}
+
+pub struct FakeBackend(pub Shared);
+
+impl ProverBackend for FakeBackend {
+    fn name(&self) -> String {
+        "scripted".into()
+    }
+    fn prove_with(
+        &self,
+        witnesses: &mut [PartitionWitness],
+        _srs: &SrsRef<'_>,
+        r: &[Scalar],
+        _s: &[Scalar],
+        abc_freed: &mut dyn FnMut(usize),
+    ) -> Result<(Vec<Proof>, ProveStats), ProverError> {
+        let w = &witnesses[0];
+        let marker = w.input[0].to_bytes_le()[0];
+        let k = w.input[1].to_bytes_le()[0] as usize;
+        self.0.proved.lock().unwrap().push((marker, k));
+        self.0.entered.notify_all();
+        abc_freed(0);
+        self.0.prove_gate.pass();
+        std::thread::sleep(*self.0.prove_time.lock().unwrap());
+        let _ = r;
+        match self.0.get(marker) {
+            Script::FailProve => Err(ProverError::Backend(format!("scripted failure of {marker}"))),
+            Script::Panic => panic!("scripted panic of {marker}"),
+            Script::BadProof => Ok((
+                vec![Proof {
+                    a: G1Affine::identity(),
+                    b: G2Affine::identity(),
+                    c: G1Affine::identity(),
+                }],
+                ProveStats::default(),
+            )),
+            _ => Ok((
+                vec![Proof {
+                    a: G1Affine::generator(),
+                    b: G2Affine::generator(),
+                    c: G1Affine::generator(),
+                }],
+                ProveStats::default(),
+            )),
+        }
+    }
+}
+
+/// An SRS of `points` G1 points per section (so it has a real size).
+pub struct FakeLoader {
+    pub points: usize,
+    pub loads: Mutex<u32>,
+}
+
+/// Partition shape every fake circuit reports: domain 2^10.
+pub fn fake_counts(points: usize) -> SectionCounts {
+    SectionCounts {
+        h: 1023,
+        l: 1000,
+        a: points,
+        b_g1: points,
+        b_g2: points,
+        ic: 3,
+    }
+}
+
+impl SrsLoader for FakeLoader {
+    fn counts(&self, _: ProofType) -> Result<SectionCounts, String> {
+        Ok(fake_counts(self.points))
+    }
+    fn size(&self, _: ProofType) -> Result<u64, String> {
+        Ok(self.srs().bytes())
+    }
+    fn load(&self, _: ProofType) -> Result<SrsData, String> {
+        *self.loads.lock().unwrap() += 1;
+        Ok(SrsData::Decoded(self.srs()))
+    }
+}
+
+impl FakeLoader {
+    pub fn srs(&self) -> Srs {
+        let g1 = G1Affine::generator();
+        let g2 = G2Affine::generator();
+        Srs {
+            vk: VerifyingKeyPoints {
+                alpha_g1: g1,
+                beta_g1: g1,
+                beta_g2: g2,
+                gamma_g2: g2,
+                delta_g1: g1,
+                delta_g2: g2,
+                ic: vec![g1; 3],
+            },
+            h: vec![g1; self.points],
+            l: vec![g1; self.points],
+            a: vec![g1; self.points],
+            b_g1: vec![g1; self.points],
+            b_g2: vec![g2; self.points],
+        }
+    }
+}
+
+/// Waits until `n` synthesized partitions wait for a prover.
+pub async fn wait_ready(e: &Engine, n: u32) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while e.status().ready_partitions < n {
+        assert!(std::time::Instant::now() < deadline, "{n} partitions never became ready");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// A scripted engine with a budget of `budget` bytes.
+pub fn engine_with(shared: &Shared, config: EngineConfig, budget: u64) -> Engine {
+    let budget = MemoryBudget::new(budget);
+    let loader = Arc::new(FakeLoader {
+        points: 100,
+        loads: Mutex::new(0),
+    });
+    let srs = SrsManager::new(loader, budget.clone(), Duration::ZERO);
+    Engine::start(
+        config,
+        EngineParts {
+            system: Arc::new(FakeSystem(shared.clone())),
+            backend: Arc::new(FakeBackend(shared.clone())),
+            srs,
+            budget,
+        },
+    )
+}
+
+pub fn engine(shared: &Shared, workers: usize) -> Engine {
+    engine_with(
+        shared,
+        EngineConfig {
+            gpu_workers_per_device: workers,
+            ..Default::default()
+        },
+        1 << 30,
+    )
+}
+
+/// A checked-looking request of a kind; randomness[0] is the marker and
+/// randomness[1] the partition count.
+pub fn request_of(
+    proof_type: ProofType,
+    marker: u8,
+    partitions: u8,
+    priority: Priority,
+    request_id: Option<&str>,
+) -> ProofRequest {
+    let mut randomness = [0u8; 32];
+    randomness[0] = marker;
+    randomness[1] = partitions;
+    ProofRequest {
+        request_id: request_id.map(str::to_string),
+        priority,
+        proof_type,
+        input: ProofInput::WindowPost {
+            randomness,
+            prover_id: [0; 32],
+            partition_index: 0,
+            vanilla_proofs: vec![vec![1, 2, 3]],
+            sectors: vec![(SectorId::from(1), [0; 32])],
+        },
+        vanilla_bytes: 3,
+    }
+}
+
+pub fn window() -> ProofType {
+    ProofType::Window(RegisteredPoStProof::StackedDrgWindow2KiBV1_2)
+}
+
+pub fn winning() -> ProofType {
+    ProofType::Winning(RegisteredPoStProof::StackedDrgWinning2KiBV1)
+}
+
+pub fn porep() -> ProofType {
+    ProofType::Seal(RegisteredSealProof::StackedDrg2KiBV1_1)
+}
+
+/// A one-partition WindowPoSt request.
+pub fn request(marker: u8, priority: Priority, request_id: Option<&str>) -> ProofRequest {
+    request_of(window(), marker, 1, priority, request_id)
+}

@@ -1,0 +1,167 @@
+//! The HTTP status endpoint (`daemon.status_listen`): `GET /status` as JSON
+//! and `GET /metrics` in the Prometheus text format.
+
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router};
+use cuzk_core::engine::WorkerTask;
+use cuzk_core::{Engine, EngineStatus};
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tracing::warn;
+
+/// `GET /status`.
+#[derive(Debug, Serialize)]
+pub struct StatusJson {
+    pub uptime_seconds: u64,
+    pub backend: String,
+    pub jobs: JobsJson,
+    pub queues: Vec<QueueJson>,
+    pub partitions: PartitionsJson,
+    pub workers: WorkersJson,
+    pub budget: BudgetJson,
+    pub srs: Vec<SrsJson>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct JobsJson {
+    pub completed: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct QueueJson {
+    pub kind: String,
+    pub pending: u32,
+    pub in_progress: u32,
+}
+
+/// Partitions in flight, by stage.
+#[derive(Debug, Serialize)]
+pub struct PartitionsJson {
+    pub synthesizing: usize,
+    pub ready: u32,
+    pub proving: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TaskJson {
+    pub job_id: String,
+    pub kind: String,
+    pub partition: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WorkersJson {
+    pub synthesis: Vec<Option<TaskJson>>,
+    pub prove: Vec<Option<TaskJson>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BudgetJson {
+    pub used_bytes: u64,
+    pub limit_bytes: u64,
+    pub peak_bytes: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SrsJson {
+    pub circuit_id: String,
+    pub tier: String,
+    pub bytes: u64,
+    pub in_use: u32,
+    pub idle_seconds: Option<u64>,
+    pub loads: u32,
+}
+
+fn task(t: &Option<WorkerTask>) -> Option<TaskJson> {
+    t.as_ref().map(|t| TaskJson {
+        job_id: t.job_id.clone(),
+        kind: t.kind.as_str().to_string(),
+        partition: t.partition,
+    })
+}
+
+impl From<&EngineStatus> for StatusJson {
+    fn from(s: &EngineStatus) -> StatusJson {
+        StatusJson {
+            uptime_seconds: s.uptime.as_secs(),
+            backend: s.backend.clone(),
+            jobs: JobsJson {
+                completed: s.completed,
+                failed: s.failed,
+                cancelled: s.cancelled,
+            },
+            queues: s
+                .queues
+                .iter()
+                .map(|q| QueueJson {
+                    kind: q.kind.as_str().to_string(),
+                    pending: q.pending,
+                    in_progress: q.in_progress,
+                })
+                .collect(),
+            partitions: PartitionsJson {
+                synthesizing: s.synthesis_workers.iter().flatten().count(),
+                ready: s.ready_partitions,
+                proving: s.prover_workers.iter().flatten().count(),
+            },
+            workers: WorkersJson {
+                synthesis: s.synthesis_workers.iter().map(task).collect(),
+                prove: s.prover_workers.iter().map(task).collect(),
+            },
+            budget: BudgetJson {
+                used_bytes: s.budget_used,
+                limit_bytes: s.budget_limit,
+                peak_bytes: s.budget_peak,
+            },
+            srs: s
+                .srs
+                .iter()
+                .map(|e| SrsJson {
+                    circuit_id: e.circuit_id.clone(),
+                    tier: e.tier.as_str().to_string(),
+                    bytes: e.bytes,
+                    in_use: e.in_use,
+                    idle_seconds: e.idle_secs,
+                    loads: e.loads,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The routes.
+pub fn router(engine: Engine) -> Router {
+    let status_engine = engine.clone();
+    Router::new()
+        .route(
+            "/status",
+            get(move || {
+                let e = status_engine.clone();
+                async move { Json(StatusJson::from(&e.status())) }
+            }),
+        )
+        .route(
+            "/metrics",
+            get(move || {
+                let e = engine.clone();
+                async move {
+                    (
+                        [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+                        e.metrics_text(),
+                    )
+                        .into_response()
+                }
+            }),
+        )
+}
+
+/// Serves the routes on `listener` until the task is dropped.
+pub async fn serve(listener: TcpListener, engine: Engine) {
+    if let Err(e) = axum::serve(listener, router(engine)).await {
+        warn!("status endpoint stopped: {e}");
+    }
+}
