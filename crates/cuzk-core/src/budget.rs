@@ -103,6 +103,11 @@ impl MemoryBudget {
         let deadline = Instant::now() + wait;
         let mut c = self.lock();
         loop {
+            // Asked first: a waiter that should step aside does not take
+            // memory that frees up at the same moment.
+            if give_up() {
+                return Err(BudgetError::Abandoned { bytes });
+            }
             if c.used + bytes <= self.limit {
                 c.used += bytes;
                 c.peak = c.peak.max(c.used);
@@ -110,9 +115,6 @@ impl MemoryBudget {
                     budget: self.clone(),
                     bytes,
                 }));
-            }
-            if give_up() {
-                return Err(BudgetError::Abandoned { bytes });
             }
             let now = Instant::now();
             if now >= deadline {

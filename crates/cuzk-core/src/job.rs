@@ -94,6 +94,9 @@ pub(crate) struct JobRun {
     pub building: bool,
     /// Next partition to hand to a synthesis worker.
     pub next_synth: usize,
+    /// Partitions handed back by a worker that gave way to a more urgent
+    /// job while waiting for memory; handed out again before `next_synth`.
+    pub returned: Vec<usize>,
     /// Partitions in a worker or waiting in the ready queue.
     pub active: usize,
     /// Partition proofs, by index.
@@ -109,9 +112,22 @@ impl JobRun {
     /// Whether partitions remain to be handed to synthesis.
     pub fn wants_synthesis(&self) -> bool {
         match self.partitions {
-            Some(n) => self.next_synth < n,
+            Some(n) => !self.returned.is_empty() || self.next_synth < n,
             None => !self.building,
         }
+    }
+
+    /// Whether every partition has been handed out (none left to give).
+    pub fn all_handed_out(&self) -> bool {
+        self.returned.is_empty() && self.partitions.is_some_and(|n| self.next_synth >= n)
+    }
+
+    /// The next partition to synthesize.
+    pub fn take_partition(&mut self) -> usize {
+        self.returned.pop().unwrap_or_else(|| {
+            self.next_synth += 1;
+            self.next_synth - 1
+        })
     }
 }
 

@@ -293,6 +293,16 @@ impl SrsManager {
             message,
         };
         let t = Instant::now();
+        let (hot_before, load_lock) = {
+            let mut entries = self.lock();
+            let e = Self::entry(&mut entries, proof);
+            (e.hot.is_some(), e.load_lock.clone())
+        };
+        if !hot_before {
+            // A load in progress ends first (holding nothing while waiting):
+            // then this call finds the SRS hot instead of charging it twice.
+            drop(load_lock.lock().unwrap_or_else(|p| p.into_inner()));
+        }
         let was_hot = self.lock().get(&id).is_some_and(|e| e.hot.is_some());
         let srs_bytes = if was_hot { 0 } else { self.loader.size(proof).map_err(err)? };
         let need = extra + srs_bytes;

@@ -232,6 +232,82 @@ async fn two_circuits_share_a_budget_that_holds_one_partition() {
 }
 
 #[tokio::test]
+async fn memory_goes_to_the_most_urgent_partition_first() {
+    // Room for the SRS and one partition. Two synthesis workers wait for
+    // memory with NORMAL partitions when a CRITICAL job arrives: it must get
+    // the memory freed next, not them.
+    let s = shared();
+    s.prove_gate.close();
+    let (srs, part) = fake_sizes();
+    let e = engine_with(
+        &s,
+        EngineConfig {
+            partition_workers: 2,
+            ..Default::default()
+        },
+        // Less than the partition even once the running one's a/b/c are back.
+        srs + part + part / 10,
+    );
+    let normal = e.enqueue(request_of(porep(), 1, 4, Priority::Normal, None)).unwrap();
+    s.wait_proving(1, 0);
+    // Both workers have claimed a partition of job 1 and wait for memory.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while e.status().synthesis_workers.iter().flatten().count() < 2 {
+        assert!(std::time::Instant::now() < deadline, "workers never claimed partitions");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let critical = e.enqueue(request_of(porep(), 9, 1, Priority::Critical, None)).unwrap();
+    // A worker gives way and takes the critical job.
+    while !e
+        .status()
+        .synthesis_workers
+        .iter()
+        .flatten()
+        .any(|t| t.job_id == critical.job_id)
+    {
+        assert!(std::time::Instant::now() < deadline, "no worker took the critical job");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    while e.status().waiting_for_memory < 2 {
+        assert!(std::time::Instant::now() < deadline, "the critical job never waited for memory");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    s.prove_gate.open();
+    for j in [&critical, &normal] {
+        assert_eq!(done(&e, &j.job_id).await.status, JobStatus::Completed);
+    }
+    let order = s.proved();
+    assert_eq!(order[0], (1, 0));
+    assert_eq!(order[1], (9, 0), "the critical partition is proved right after the one running: {order:?}");
+    let mut rest: Vec<usize> = order[2..].iter().map(|(_, k)| *k).collect();
+    rest.sort();
+    assert_eq!(rest, vec![1, 2, 3], "every partition of job 1 proved once");
+}
+
+#[tokio::test]
+async fn a_failed_partition_does_not_stall_the_next_job() {
+    let s = shared();
+    s.script(5, Script::FailProve);
+    let e = engine_with(
+        &s,
+        EngineConfig {
+            synthesized_queue: 1,
+            ..Default::default()
+        },
+        1 << 30,
+    );
+    let failing = e.enqueue(request_of(porep(), 5, 4, Priority::Normal, None)).unwrap();
+    let next = e.enqueue(request_of(porep(), 6, 2, Priority::Normal, None)).unwrap();
+    let o = done(&e, &failing.job_id).await;
+    assert_eq!(o.status, JobStatus::Failed);
+    assert!(o.error.contains("scripted failure"), "{}", o.error);
+    let o = tokio::time::timeout(Duration::from_secs(20), done(&e, &next.job_id))
+        .await
+        .expect("the next job is not stalled");
+    assert_eq!(o.status, JobStatus::Completed, "{}", o.error);
+}
+
+#[tokio::test]
 async fn cancel_of_a_running_multi_partition_job_frees_its_reservations() {
     let s = shared();
     s.prove_gate.close();

@@ -41,6 +41,8 @@ pub struct QueueJson {
 /// Partitions in flight, by stage.
 #[derive(Debug, Serialize)]
 pub struct PartitionsJson {
+    /// Claimed by a synthesis worker that waits for memory.
+    pub waiting_for_memory: u32,
     pub synthesizing: usize,
     pub ready: u32,
     pub proving: usize,
@@ -104,7 +106,9 @@ impl From<&EngineStatus> for StatusJson {
                 })
                 .collect(),
             partitions: PartitionsJson {
-                synthesizing: s.synthesis_workers.iter().flatten().count(),
+                waiting_for_memory: s.waiting_for_memory,
+                synthesizing: (s.synthesis_workers.iter().flatten().count())
+                    .saturating_sub(s.waiting_for_memory as usize),
                 ready: s.ready_partitions,
                 proving: s.prover_workers.iter().flatten().count(),
             },

@@ -75,7 +75,7 @@ async fn evicting_an_srs_in_use_is_refused() {
     let job = c.submit_proof(request(ProofKind::PoRep)).await.unwrap().into_inner().job_id;
     // The SRS is leased while a partition is proved.
     let mut in_use = false;
-    for _ in 0..3000 {
+    for _ in 0..30000 {
         let s = get_status(&mut c).await;
         if s.loaded_srs.iter().any(|e| e.circuit_id == "porep-2k" && e.ref_count > 0) {
             in_use = true;
@@ -93,7 +93,7 @@ async fn evicting_an_srs_in_use_is_refused() {
     c.cancel_proof(CancelProofRequest { job_id: job }).await.unwrap();
     // Once the job has let go, eviction works and the warm file remains.
     let mut evicted = None;
-    for _ in 0..3000 {
+    for _ in 0..30000 {
         match c.evict_srs(EvictSrsRequest { circuit_id: "porep-2k".into() }).await {
             Ok(r) => {
                 evicted = Some(r.into_inner());
@@ -153,6 +153,7 @@ async fn http_status_and_prometheus_metrics() {
     assert_eq!(v["srs"][0]["circuit_id"], "wpost-2k");
     assert_eq!(v["srs"][0]["tier"], "hot");
     assert_eq!(v["partitions"]["proving"], 0);
+    assert_eq!(v["partitions"]["waiting_for_memory"], 0);
     assert!(v["workers"]["synthesis"].is_array() && v["workers"]["prove"].is_array());
     let (code, _) = http_get(&base, "/nope").await;
     assert_eq!(code, 404);

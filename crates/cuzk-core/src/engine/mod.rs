@@ -135,6 +135,9 @@ pub(crate) struct State {
     /// Synthesized partitions.
     ready: BTreeMap<PartKey, ReadyPartition>,
     synth_busy: Vec<Option<WorkerTask>>,
+    /// Partitions whose synthesis worker waits for memory, most urgent
+    /// first; only the first may take memory as it frees up.
+    mem_waiters: std::collections::BTreeSet<PartKey>,
     prove_busy: Vec<Option<WorkerTask>>,
     next_seq: u64,
     accepting: bool,
@@ -154,6 +157,9 @@ pub(crate) struct Inner {
     prove_cv: Condvar,
     metrics: Metrics,
     started: Instant,
+    /// The first of `State::mem_waiters`, readable without the state lock
+    /// (a leaf lock: nothing is taken while holding it).
+    mem_head: Mutex<Option<PartKey>>,
 }
 
 impl Inner {
@@ -181,6 +187,8 @@ pub struct EngineStatus {
     pub prover_workers: Vec<Option<WorkerTask>>,
     /// Synthesized partitions waiting for a prover.
     pub ready_partitions: u32,
+    /// Partitions whose synthesis waits for memory.
+    pub waiting_for_memory: u32,
     pub completed: u64,
     pub failed: u64,
     pub cancelled: u64,
@@ -211,6 +219,7 @@ impl Engine {
                 synth_queue: BTreeMap::new(),
                 ready: BTreeMap::new(),
                 synth_busy: vec![None; synth_workers],
+                mem_waiters: Default::default(),
                 prove_busy: vec![None; prove_workers],
                 next_seq: 0,
                 accepting: true,
@@ -223,6 +232,7 @@ impl Engine {
             prove_cv: Condvar::new(),
             metrics: Metrics::new(),
             started: Instant::now(),
+            mem_head: Mutex::new(None),
         });
         inner.metrics.budget(inner.parts.budget.used(), inner.parts.budget.limit());
         workers::spawn(&inner, synth_workers, prove_workers);
@@ -411,15 +421,22 @@ impl Engine {
             })
             .collect();
         let budget = &self.inner.parts.budget;
+        let (synthesis_workers, prover_workers) = (st.synth_busy.clone(), st.prove_busy.clone());
+        let (ready_partitions, completed, failed, cancelled) =
+            (st.ready.len() as u32, st.completed, st.failed, st.cancelled);
+        let waiting_for_memory = st.mem_waiters.len() as u32;
+        // The SRS table may read file headers: not under the state lock.
+        drop(st);
         EngineStatus {
             backend: self.inner.parts.backend.name(),
             queues,
-            synthesis_workers: st.synth_busy.clone(),
-            prover_workers: st.prove_busy.clone(),
-            ready_partitions: st.ready.len() as u32,
-            completed: st.completed,
-            failed: st.failed,
-            cancelled: st.cancelled,
+            synthesis_workers,
+            prover_workers,
+            ready_partitions,
+            waiting_for_memory,
+            completed,
+            failed,
+            cancelled,
             uptime: self.inner.started.elapsed(),
             budget_used: budget.used(),
             budget_limit: budget.limit(),
@@ -566,6 +583,8 @@ pub(crate) fn end_job(st: &mut State, inner: &Inner, job: &Arc<Job>, outcome: Jo
         JobStatus::Failed => st.failed += 1,
         JobStatus::Cancelled => st.cancelled += 1,
     }
+    // Room in the ready queue, or a job gone from ahead of others.
+    inner.synth_cv.notify_all();
     inner.metrics.job_finished(job.kind, outcome.status);
     inner.metrics.job_timings(job.kind, &outcome.timings);
     match outcome.status {

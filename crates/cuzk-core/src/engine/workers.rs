@@ -17,7 +17,9 @@ use cuzk_prover::WitnessSize;
 use ff::Field;
 use tracing::info;
 
-use super::{end_job, Inner, ReadyPartition, WorkerTask};
+use super::{end_job, Inner, PartKey, ReadyPartition, State, WorkerTask};
+use crate::budget::Reservation;
+use crate::srs_manager::SrsLease;
 use crate::job::{Job, JobStatus};
 
 /// How long a worker waits for memory (or an SRS) before looking again at
@@ -93,7 +95,19 @@ enum Step<T> {
     Done(T),
     /// The job ended meanwhile (cancelled, failed elsewhere): drop the work.
     Dropped,
+    /// The worker gave way to a more urgent job while waiting for memory:
+    /// the partition goes back to its job, to be synthesized later.
+    Returned,
     Failed(String),
+}
+
+/// Runs a worker step, turning a panic anywhere in it into a failure, so a
+/// worker thread never dies and no claimed partition is forgotten.
+fn guarded<T>(what: &str, f: impl FnOnce() -> Step<T>) -> Step<T> {
+    match catch(what, || Ok(f())) {
+        Ok(step) => step,
+        Err(e) => Step::Failed(e),
+    }
 }
 
 fn synth_loop(inner: &Arc<Inner>, w: usize) {
@@ -102,7 +116,7 @@ fn synth_loop(inner: &Arc<Inner>, w: usize) {
             return;
         };
         let t = Instant::now();
-        let step = synthesize(inner, &job, k, build);
+        let step = guarded("synthesis", || synthesize(inner, &job, k, build));
         inner.metrics.worker_busy("synthesis", t.elapsed());
         let mut st = inner.lock();
         st.synth_busy[w] = None;
@@ -114,6 +128,14 @@ fn synth_loop(inner: &Arc<Inner>, w: usize) {
                 inner.prove_cv.notify_one();
             }
             Step::Done(_) | Step::Dropped => job.run().active -= 1,
+            Step::Returned => {
+                let mut run = job.run();
+                run.active -= 1;
+                if !job.is_done() {
+                    run.returned.push(k);
+                    st.synth_queue.insert((Reverse(job.priority), job.seq), job.clone());
+                }
+            }
             Step::Failed(e) => {
                 job.run().active -= 1;
                 let outcome = job.outcome_now(JobStatus::Failed, Vec::new(), e, Duration::ZERO);
@@ -133,6 +155,7 @@ fn next_synthesis(inner: &Inner, w: usize) -> Option<(Arc<Job>, usize, bool)> {
         if st.stopping {
             return None;
         }
+        expire_queued(&mut st, inner);
         let pick = if st.ready.len() >= cap {
             None
         } else {
@@ -142,7 +165,12 @@ fn next_synthesis(inner: &Inner, w: usize) -> Option<(Arc<Job>, usize, bool)> {
                 .map(|(key, j)| (*key, j.clone()))
         };
         let Some((key, job)) = pick else {
-            st = inner.synth_cv.wait(st).unwrap_or_else(|p| p.into_inner());
+            // Wake now and then to expire queued jobs past their deadline.
+            st = inner
+                .synth_cv
+                .wait_timeout(st, Duration::from_secs(1))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
             continue;
         };
         let (k, build) = {
@@ -151,9 +179,8 @@ fn next_synthesis(inner: &Inner, w: usize) -> Option<(Arc<Job>, usize, bool)> {
             if build {
                 run.building = true;
             }
-            let k = run.next_synth;
-            run.next_synth += 1;
-            if run.partitions.is_some_and(|n| run.next_synth >= n) {
+            let k = run.take_partition();
+            if run.all_handed_out() {
                 st.synth_queue.remove(&key);
             }
             run.active += 1;
@@ -171,6 +198,9 @@ fn next_synthesis(inner: &Inner, w: usize) -> Option<(Arc<Job>, usize, bool)> {
 }
 
 fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step<ReadyPartition> {
+    if let Some(why) = halted(inner, job) {
+        return if why.is_empty() { Step::Dropped } else { Step::Failed(why) };
+    }
     if build {
         let t = Instant::now();
         let built = catch("building the circuits", || inner.parts.system.source(&job.request));
@@ -180,6 +210,11 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
         };
         let n = {
             let mut run = job.run();
+            if job.is_done() {
+                // Ended while building (cancel, shutdown): keep nothing.
+                run.building = false;
+                return Step::Dropped;
+            }
             let n = cuzk_circuits::PartitionSource::partitions(&*source);
             run.source = Some(source);
             run.partitions = Some(n);
@@ -189,7 +224,7 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
             n
         };
         let mut st = inner.lock();
-        if job.run().next_synth >= n {
+        if job.run().all_handed_out() {
             st.synth_queue.remove(&(Reverse(job.priority), job.seq));
         }
         drop(st);
@@ -204,26 +239,11 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
         Err(e) => return Step::Failed(format!("cannot size the partition: {e}")),
     };
     let (abc_bytes, rest) = partition_bytes(&counts);
-    // The SRS is leased (loaded if cold) together with the partition's
-    // memory, so a synthesized partition never waits for room to load it.
-    let (srs, reservation) = loop {
-        let give_up = || job.is_done() || job.cancel_requested();
-        match inner
-            .parts
-            .srs
-            .lease_with(job.proof_type, abc_bytes + rest, WAIT_SLICE, &give_up)
-        {
-            Ok(Some((lease, reservation, load))) => {
-                job.run().srs_load += load;
-                break (lease, reservation);
-            }
-            Ok(None) => {}
-            Err(_) if give_up() => return Step::Dropped,
-            Err(e) => return Step::Failed(format!("memory budget: {e}")),
-        }
-        if let Some(why) = halted(inner, job) {
-            return if why.is_empty() { Step::Dropped } else { Step::Failed(why) };
-        }
+    let (srs, reservation) = match reserve_partition(inner, job, k, abc_bytes + rest) {
+        Step::Done(x) => x,
+        Step::Dropped => return Step::Dropped,
+        Step::Returned => return Step::Returned,
+        Step::Failed(e) => return Step::Failed(e),
     };
     let Some(source) = job.run().source.clone() else {
         return Step::Dropped;
@@ -253,6 +273,95 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
     })
 }
 
+/// Takes partition `k`'s place among the memory waiters until dropped.
+struct MemWaiter<'a> {
+    inner: &'a Inner,
+    key: PartKey,
+}
+
+impl<'a> MemWaiter<'a> {
+    fn new(inner: &'a Inner, key: PartKey) -> MemWaiter<'a> {
+        let mut st = inner.lock();
+        st.mem_waiters.insert(key);
+        *inner.mem_head.lock().unwrap_or_else(|p| p.into_inner()) = st.mem_waiters.first().copied();
+        MemWaiter { inner, key }
+    }
+
+    /// Whether no more urgent partition waits for memory.
+    fn first(&self) -> bool {
+        *self.inner.mem_head.lock().unwrap_or_else(|p| p.into_inner()) == Some(self.key)
+    }
+}
+
+impl Drop for MemWaiter<'_> {
+    fn drop(&mut self) {
+        let mut st = self.inner.lock();
+        st.mem_waiters.remove(&self.key);
+        *self.inner.mem_head.lock().unwrap_or_else(|p| p.into_inner()) = st.mem_waiters.first().copied();
+    }
+}
+
+/// Leases the job's SRS together with `bytes` for partition `k` (the SRS
+/// is loaded if cold). Memory goes to waiters in priority order: only the
+/// most urgent waiter may take it, and a waiter gives its partition back
+/// when a more urgent job waits for a synthesis worker.
+fn reserve_partition(inner: &Inner, job: &Arc<Job>, k: usize, bytes: u64) -> Step<(SrsLease, Reservation)> {
+    let waiter = MemWaiter::new(inner, (Reverse(job.priority), job.seq, k));
+    let ended = || job.is_done() || job.cancel_requested();
+    // Stop waiting inside the budget too when a more urgent waiter arrives.
+    let step_aside = || ended() || !waiter.first();
+    loop {
+        let more_urgent_queued = inner
+            .lock()
+            .synth_queue
+            .range(..(Reverse(job.priority), job.seq))
+            .any(|(_, j)| j.run().wants_synthesis());
+        if more_urgent_queued {
+            return Step::Returned;
+        }
+        if waiter.first() {
+            match inner.parts.srs.lease_with(job.proof_type, bytes, WAIT_SLICE, &step_aside) {
+                Ok(Some((lease, reservation, load))) => {
+                    job.run().srs_load += load;
+                    return Step::Done((lease, reservation));
+                }
+                Ok(None) => {}
+                Err(_) if ended() => return Step::Dropped,
+                Err(_) if !waiter.first() => {}
+                Err(e) => return Step::Failed(format!("memory budget: {e}")),
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Some(why) = halted(inner, job) {
+            return if why.is_empty() { Step::Dropped } else { Step::Failed(why) };
+        }
+    }
+}
+
+/// Fails queued jobs, not yet started, whose deadline has passed.
+fn expire_queued(st: &mut State, inner: &Inner) {
+    let deadline = inner.config.job_deadline;
+    if deadline.is_zero() {
+        return;
+    }
+    let expired: Vec<Arc<Job>> = st
+        .synth_queue
+        .values()
+        .filter(|j| j.submitted.elapsed() > deadline && j.run().started.is_none())
+        .cloned()
+        .collect();
+    for job in expired {
+        let outcome = job.outcome_now(
+            JobStatus::Failed,
+            Vec::new(),
+            format!("deadline of {deadline:?} exceeded before the job started"),
+            Duration::ZERO,
+        );
+        end_job(st, inner, &job, outcome);
+    }
+}
+
 fn prove_loop(inner: &Arc<Inner>, w: usize) {
     loop {
         let part = {
@@ -278,7 +387,7 @@ fn prove_loop(inner: &Arc<Inner>, w: usize) {
         let job = part.job.clone();
         let k = part.k;
         let t = Instant::now();
-        let step = prove(inner, part);
+        let step = guarded("proving", || prove(inner, part));
         inner.metrics.worker_busy("prove", t.elapsed());
         let mut st = inner.lock();
         st.prove_busy[w] = None;
@@ -296,7 +405,7 @@ fn prove_loop(inner: &Arc<Inner>, w: usize) {
                     finish(inner, &job);
                 }
             }
-            Step::Done(_) | Step::Dropped => {}
+            Step::Done(_) | Step::Dropped | Step::Returned => {}
             Step::Failed(e) => {
                 let outcome = job.outcome_now(JobStatus::Failed, Vec::new(), e, Duration::ZERO);
                 end_job(&mut st, inner, &job, outcome);

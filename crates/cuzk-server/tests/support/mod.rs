@@ -139,7 +139,9 @@ fn dechunk(mut body: &str) -> String {
 
 /// Polls until `kind` has a job in progress.
 pub async fn wait_running(c: &mut ProvingEngineClient<Channel>, kind: ProofKind) {
-    for _ in 0..2000 {
+    // Generous: a loaded 2-core machine may take a while to start it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    while std::time::Instant::now() < deadline {
         let s = get_status(c).await;
         if s.queues.iter().any(|q| q.proof_kind == kind.as_str() && q.in_progress > 0) {
             return;
