@@ -114,6 +114,10 @@ impl ProvingEngine for ProvingService {
                     } as i32,
                     size_bytes: e.bytes,
                     ref_count: e.in_use,
+                    last_used_unix_secs: e
+                        .idle_secs
+                        .and_then(|idle| unix_now_secs().checked_sub(idle))
+                        .unwrap_or(0),
                 })
                 .collect(),
             queues: s
@@ -169,4 +173,11 @@ impl ProvingEngine for ProvingService {
             freed_bytes,
         }))
     }
+}
+
+/// Seconds since the Unix epoch (0 if the clock is before it).
+fn unix_now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }

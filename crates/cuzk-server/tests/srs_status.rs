@@ -31,6 +31,15 @@ async fn preload_and_evict_an_idle_srs() {
     let wpost = s.loaded_srs.iter().find(|e| e.circuit_id == "wpost-2k").expect("listed");
     assert_eq!(wpost.tier, Tier::Hot as i32);
     assert!(wpost.size_bytes > 10 << 20, "{}", wpost.size_bytes);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(
+        wpost.last_used_unix_secs + 60 >= now && wpost.last_used_unix_secs <= now,
+        "last use {} (now {now})",
+        wpost.last_used_unix_secs
+    );
     let hot = wpost.size_bytes;
 
     let r = c
