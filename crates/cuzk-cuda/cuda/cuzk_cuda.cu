@@ -1,0 +1,299 @@
+//! cuzk's CUDA kernels and host logic for one Groth16 partition (BLS12-381).
+//!
+//! Built on sppark: its field and curve types (`fr_t`, `fp_t`, `xyzz_t`,
+//! `jacobian_t`), its NTT (`ntt/ntt.cuh`) and its Pippenger MSM
+//! (`msm/pippenger.cuh`). Our own kernels are small: the pointwise
+//! `(a·b − c)·Z⁻¹` on the coset and the compaction of scalars by a density
+//! bitmap. Memory layouts are blst's, which are blstrs': `fr_t` is blst_fr
+//! (Montgomery, 4×u64 LE), an affine point is blst_p1_affine (Montgomery x, y;
+//! identity = all zero), `jacobian_t<fp_t>` is blst_p1.
+//!
+//! The `extern "C"` surface (see `src/ffi.rs`) works on a per-device context
+//! holding device buffers that live across calls. Every function catches all
+//! C++ exceptions (sppark throws `cuda_error`) and returns a `RustError`
+//! whose message Rust frees: nothing unwinds into Rust, nothing aborts.
+
+#include <cuda.h>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+#include <new>
+#include <exception>
+
+#include <ff/bls12-381.hpp>
+#include <ec/jacobian_t.hpp>
+#include <ec/xyzz_t.hpp>
+
+typedef jacobian_t<fp_t> point_t;
+typedef xyzz_t<fp_t> bucket_t;
+typedef bucket_t::affine_t affine_t;
+typedef fr_t scalar_t;
+
+#include <msm/pippenger.cuh>
+#include <ntt/ntt.cuh>
+
+#include "kernels.cuh"
+
+// A device pointer for msm_t::invoke: sppark takes scalars (or points)
+// already on the device when their pointer type is marked as such.
+template<class T> struct dev_view {
+    const T* p;
+    const T& operator[](size_t i) const { return p[i]; }
+};
+template<class T> struct is_device_ptr<dev_view<T>> {
+    static const bool value{true};
+};
+
+// A device buffer that only grows; freed with the context.
+template<class T> struct dbuf {
+    T* ptr = nullptr;
+    size_t cap = 0;
+
+    void reserve(size_t n)
+    {
+        if (n <= cap)
+            return;
+        release();
+        CUDA_OK(cudaMalloc(&ptr, n * sizeof(T)));
+        cap = n;
+    }
+    void release()
+    {
+        if (ptr)
+            (void)cudaFree(ptr);
+        ptr = nullptr;
+        cap = 0;
+    }
+};
+
+struct cuzk_cuda_ctx {
+    int id;
+    const gpu_t* gpu;
+    // a | b | c, n scalars each; H coefficients end up in the first n.
+    dbuf<fr_t> abc;
+    uint32_t lg_n = 0;
+    bool h_ready = false;
+    // The aux assignment and the compacted (density-filtered) scalars.
+    dbuf<fr_t> aux;
+    size_t aux_len = 0;
+    dbuf<fr_t> picked;
+    // Density bitmap words and the exclusive prefix count of set bits.
+    dbuf<uint64_t> words;
+    dbuf<uint32_t> offsets;
+
+    ~cuzk_cuda_ctx()
+    {
+        gpu->select();
+        abc.release();
+        aux.release();
+        picked.release();
+        words.release();
+        offsets.release();
+    }
+};
+
+#define CUZK_TRY try {
+#define CUZK_CATCH                                                  \
+    } catch (const cuda_error& e) {                                 \
+        return RustError{e.code() ? e.code() : -1, e.what()};       \
+    } catch (const std::bad_alloc&) {                               \
+        return RustError{-2, "host out of memory"};                 \
+    } catch (const std::exception& e) {                             \
+        return RustError{-3, e.what()};                             \
+    } catch (...) {                                                 \
+        return RustError{-4, "unknown C++ exception"};              \
+    }                                                               \
+    return RustError{0};
+
+static RustError bad_arg(const char* what)
+{
+    return RustError{-5, what};
+}
+
+// Runs an MSM of `npoints` host points against scalars on the device.
+static void msm_device_scalars(const cuzk_cuda_ctx* ctx, point_t* out,
+                               const affine_t* points, const fr_t* d_scalars,
+                               size_t npoints)
+{
+    msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, npoints,
+                                                     sizeof(affine_t), ctx->id};
+    RustError err = msm.invoke(*out, points, npoints,
+                               dev_view<fr_t>{d_scalars}, true);
+    if (err.code != 0) {
+        std::string msg = err.message ? err.message : "MSM failed";
+        free(err.message);
+        throw cuda_error{err.code, msg};
+    }
+}
+
+extern "C" {
+
+RustError cuzk_cuda_device_count(size_t* out)
+{
+    CUZK_TRY
+    *out = ngpus();
+    CUZK_CATCH
+}
+
+RustError cuzk_cuda_device_name(size_t id, char* buf, size_t len)
+{
+    CUZK_TRY
+    if (id >= ngpus())
+        return bad_arg("no such CUDA device");
+    const auto& props = gpu_props((int)id);
+    if (len > 0) {
+        strncpy(buf, props.name, len - 1);
+        buf[len - 1] = 0;
+    }
+    CUZK_CATCH
+}
+
+RustError cuzk_cuda_ctx_new(size_t id, cuzk_cuda_ctx** out)
+{
+    CUZK_TRY
+    *out = nullptr;
+    if (id >= ngpus())
+        return bad_arg("no such CUDA device");
+    const gpu_t& gpu = select_gpu((int)id);
+    auto* ctx = new cuzk_cuda_ctx;
+    ctx->id = (int)id;
+    ctx->gpu = &gpu;
+    *out = ctx;
+    CUZK_CATCH
+}
+
+void cuzk_cuda_ctx_free(cuzk_cuda_ctx* ctx)
+{
+    try {
+        delete ctx;
+    } catch (...) {
+    }
+}
+
+// Uploads a, b, c (`len` scalars each, zero-padded to n = 2^lg_n) and leaves
+// the H coefficients in the device buffer: iNTT, coset NTT (generator 7),
+// (a·b − c)·z_inv, coset iNTT. On return the host vectors may be freed.
+RustError cuzk_cuda_h_prepare(cuzk_cuda_ctx* ctx, const fr_t* a, const fr_t* b,
+                              const fr_t* c, size_t len, uint32_t lg_n,
+                              const fr_t* z_inv)
+{
+    CUZK_TRY
+    const gpu_t& gpu = *ctx->gpu;
+    gpu.select();
+    ctx->h_ready = false;
+    if (lg_n > MAX_LG_DOMAIN_SIZE)
+        return bad_arg("domain too large for sppark's NTT");
+    size_t n = (size_t)1 << lg_n;
+    if (len > n)
+        return bad_arg("more evaluations than the domain holds");
+    ctx->abc.reserve(3 * n);
+    fr_t* d[3] = {ctx->abc.ptr, ctx->abc.ptr + n, ctx->abc.ptr + 2 * n};
+    const fr_t* h[3] = {a, b, c};
+    stream_t& s = gpu;
+    for (int k = 0; k < 3; k++) {
+        if (len)
+            s.HtoD(d[k], h[k], len);
+        if (len < n)
+            s.bzero(d[k] + len, n - len);
+    }
+    if (lg_n > 0) {
+        using NTT_t = NTT;
+        for (int k = 0; k < 3; k++) {
+            NTT_t::Base_dev_ptr(s, d[k], lg_n, NTT_t::InputOutputOrder::NR,
+                                NTT_t::Direction::inverse, NTT_t::Type::standard);
+            NTT_t::Base_dev_ptr(s, d[k], lg_n, NTT_t::InputOutputOrder::RN,
+                                NTT_t::Direction::forward, NTT_t::Type::coset);
+        }
+        fr_t zi;
+        memcpy((void*)&zi, (const void*)z_inv, sizeof(fr_t));
+        launch_h_pointwise(s, d[0], d[1], d[2], zi, n);
+        NTT_t::Base_dev_ptr(s, d[0], lg_n, NTT_t::InputOutputOrder::NN,
+                            NTT_t::Direction::inverse, NTT_t::Type::coset);
+    }
+    s.sync();
+    ctx->lg_n = lg_n;
+    ctx->h_ready = true;
+    CUZK_CATCH
+}
+
+// Σ h_i·points_i over the first `npoints` H coefficients (npoints < n).
+RustError cuzk_cuda_msm_h(cuzk_cuda_ctx* ctx, const affine_t* points,
+                          size_t npoints, point_t* out)
+{
+    CUZK_TRY
+    ctx->gpu->select();
+    out->inf();
+    if (!ctx->h_ready)
+        return bad_arg("H coefficients not prepared");
+    if (npoints >= ((size_t)1 << ctx->lg_n) && npoints > 0)
+        return bad_arg("more H points than coefficients");
+    if (npoints > 0)
+        msm_device_scalars(ctx, out, points, ctx->abc.ptr, npoints);
+    CUZK_CATCH
+}
+
+// Uploads the aux assignment for the MSMs that follow.
+RustError cuzk_cuda_upload_aux(cuzk_cuda_ctx* ctx, const fr_t* aux, size_t len)
+{
+    CUZK_TRY
+    const gpu_t& gpu = *ctx->gpu;
+    gpu.select();
+    ctx->aux_len = 0;
+    ctx->aux.reserve(len ? len : 1);
+    if (len)
+        gpu.HtoD(ctx->aux.ptr, aux, len);
+    gpu.sync();
+    ctx->aux_len = len;
+    CUZK_CATCH
+}
+
+// Σ aux_i·points_j over the aux scalars, all of them (`words` null) or those
+// whose bit is set in the bitmap `words` (`nbits` = aux length), the j-th
+// set bit taking the j-th point.
+RustError cuzk_cuda_msm_aux(cuzk_cuda_ctx* ctx, const uint64_t* words,
+                            size_t nbits, const affine_t* points,
+                            size_t npoints, point_t* out)
+{
+    CUZK_TRY
+    const gpu_t& gpu = *ctx->gpu;
+    gpu.select();
+    out->inf();
+    const fr_t* scalars = ctx->aux.ptr;
+    if (words == nullptr) {
+        if (npoints != ctx->aux_len)
+            return bad_arg("L points and aux scalars differ in number");
+    } else {
+        if (nbits != ctx->aux_len)
+            return bad_arg("density bitmap and aux scalars differ in length");
+        size_t nwords = (nbits + 63) / 64;
+        std::vector<uint32_t> offs(nwords ? nwords : 1);
+        size_t total = 0;
+        for (size_t w = 0; w < nwords; w++) {
+            uint64_t bits = words[w];
+            if (w == nwords - 1 && nbits % 64)
+                bits &= ((uint64_t)1 << (nbits % 64)) - 1;
+            offs[w] = (uint32_t)total;
+            total += __builtin_popcountll(bits);
+        }
+        if (total != npoints)
+            return bad_arg("density count and points differ in number");
+        if (total >= ((size_t)1 << 31))
+            return bad_arg("too many scalars for one MSM");
+        if (npoints == 0)
+            return RustError{0};
+        ctx->words.reserve(nwords);
+        ctx->offsets.reserve(nwords);
+        ctx->picked.reserve(npoints);
+        gpu.HtoD(ctx->words.ptr, words, nwords);
+        gpu.HtoD(ctx->offsets.ptr, offs.data(), nwords);
+        launch_compact(gpu, ctx->picked.ptr, ctx->aux.ptr, ctx->words.ptr,
+                       ctx->offsets.ptr, nwords, nbits);
+        gpu.sync();
+        scalars = ctx->picked.ptr;
+    }
+    if (npoints > 0)
+        msm_device_scalars(ctx, out, points, scalars, npoints);
+    CUZK_CATCH
+}
+
+} // extern "C"
