@@ -21,12 +21,16 @@
 #include <exception>
 
 #include <ff/bls12-381.hpp>
+#include <ff/bls12-381-fp2.hpp>
 #include <ec/jacobian_t.hpp>
 #include <ec/xyzz_t.hpp>
 
 typedef jacobian_t<fp_t> point_t;
 typedef xyzz_t<fp_t> bucket_t;
 typedef bucket_t::affine_t affine_t;
+typedef jacobian_t<fp2_t> point_fp2_t;
+typedef xyzz_t<fp2_t> bucket_fp2_t;
+typedef bucket_fp2_t::affine_t affine_fp2_t;
 typedef fr_t scalar_t;
 
 #include <msm/pippenger.cuh>
@@ -77,6 +81,7 @@ struct cuzk_cuda_ctx {
     dbuf<fr_t> aux;
     size_t aux_len = 0;
     dbuf<fr_t> picked;
+    size_t picked_len = 0;
     // Density bitmap words and the exclusive prefix count of set bits.
     dbuf<uint64_t> words;
     dbuf<uint32_t> offsets;
@@ -110,20 +115,56 @@ static RustError bad_arg(const char* what)
     return RustError{-5, what};
 }
 
-// Runs an MSM of `npoints` host points against scalars on the device.
-static void msm_device_scalars(const cuzk_cuda_ctx* ctx, point_t* out,
-                               const affine_t* points, const fr_t* d_scalars,
-                               size_t npoints)
+// Where an MSM's scalars come from (see cuzk_cuda_msm_g1).
+enum scalar_source : int { SRC_H = 0, SRC_AUX = 1, SRC_PICKED = 2 };
+
+// The device scalars of `source` and how many there are.
+static const fr_t* source_scalars(const cuzk_cuda_ctx* ctx, int source,
+                                  size_t* len)
 {
-    msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, npoints,
-                                                     sizeof(affine_t), ctx->id};
-    RustError err = msm.invoke(*out, points, npoints,
-                               dev_view<fr_t>{d_scalars}, true);
-    if (err.code != 0) {
-        std::string msg = err.message ? err.message : "MSM failed";
-        free(err.message);
-        throw cuda_error{err.code, msg};
+    switch (source) {
+    case SRC_H:
+        if (!ctx->h_ready)
+            throw cuda_error{-5, std::string("H coefficients not prepared")};
+        // H has n - 1 coefficients (the top one is zero).
+        *len = ((size_t)1 << ctx->lg_n) - 1;
+        return ctx->abc.ptr;
+    case SRC_AUX:
+        *len = ctx->aux_len;
+        return ctx->aux.ptr;
+    case SRC_PICKED:
+        *len = ctx->picked_len;
+        return ctx->picked.ptr;
+    default:
+        throw cuda_error{-5, std::string("unknown scalar source")};
     }
+}
+
+// Runs an MSM of `npoints` host points against scalars on the device.
+template<class bucket_T, class point_T, class affine_T>
+static RustError msm_from_source(cuzk_cuda_ctx* ctx, int source,
+                                 const affine_T* points, size_t npoints,
+                                 point_T* out)
+{
+    CUZK_TRY
+    ctx->gpu->select();
+    out->inf();
+    size_t len = 0;
+    const fr_t* scalars = source_scalars(ctx, source, &len);
+    if (npoints != len)
+        return bad_arg("MSM points and scalars differ in number");
+    if (npoints >= ((size_t)1 << 31))
+        return bad_arg("too many points for one MSM");
+    if (npoints == 0)
+        return RustError{0};
+    msm_t<bucket_T, point_T, affine_T, scalar_t> msm{nullptr, npoints,
+                                                     sizeof(affine_T), ctx->id};
+    RustError err = msm.invoke(*out, points, npoints,
+                               dev_view<fr_t>{scalars}, true);
+    if (err.code != 0)
+        return err;
+    ctx->gpu->sync();
+    CUZK_CATCH
 }
 
 extern "C" {
@@ -197,18 +238,17 @@ RustError cuzk_cuda_h_prepare(cuzk_cuda_ctx* ctx, const fr_t* a, const fr_t* b,
             s.bzero(d[k] + len, n - len);
     }
     if (lg_n > 0) {
-        using NTT_t = NTT;
         for (int k = 0; k < 3; k++) {
-            NTT_t::Base_dev_ptr(s, d[k], lg_n, NTT_t::InputOutputOrder::NR,
-                                NTT_t::Direction::inverse, NTT_t::Type::standard);
-            NTT_t::Base_dev_ptr(s, d[k], lg_n, NTT_t::InputOutputOrder::RN,
-                                NTT_t::Direction::forward, NTT_t::Type::coset);
+            NTT::Base_dev_ptr(s, d[k], lg_n, NTT::InputOutputOrder::NR,
+                              NTT::Direction::inverse, NTT::Type::standard);
+            NTT::Base_dev_ptr(s, d[k], lg_n, NTT::InputOutputOrder::RN,
+                              NTT::Direction::forward, NTT::Type::coset);
         }
         fr_t zi;
         memcpy((void*)&zi, (const void*)z_inv, sizeof(fr_t));
         launch_h_pointwise(s, d[0], d[1], d[2], zi, n);
-        NTT_t::Base_dev_ptr(s, d[0], lg_n, NTT_t::InputOutputOrder::NN,
-                            NTT_t::Direction::inverse, NTT_t::Type::coset);
+        NTT::Base_dev_ptr(s, d[0], lg_n, NTT::InputOutputOrder::NN,
+                          NTT::Direction::inverse, NTT::Type::coset);
     }
     s.sync();
     ctx->lg_n = lg_n;
@@ -216,29 +256,14 @@ RustError cuzk_cuda_h_prepare(cuzk_cuda_ctx* ctx, const fr_t* a, const fr_t* b,
     CUZK_CATCH
 }
 
-// Σ h_i·points_i over the first `npoints` H coefficients (npoints < n).
-RustError cuzk_cuda_msm_h(cuzk_cuda_ctx* ctx, const affine_t* points,
-                          size_t npoints, point_t* out)
-{
-    CUZK_TRY
-    ctx->gpu->select();
-    out->inf();
-    if (!ctx->h_ready)
-        return bad_arg("H coefficients not prepared");
-    if (npoints >= ((size_t)1 << ctx->lg_n) && npoints > 0)
-        return bad_arg("more H points than coefficients");
-    if (npoints > 0)
-        msm_device_scalars(ctx, out, points, ctx->abc.ptr, npoints);
-    CUZK_CATCH
-}
-
-// Uploads the aux assignment for the MSMs that follow.
+// Uploads the aux assignment (scalar source SRC_AUX).
 RustError cuzk_cuda_upload_aux(cuzk_cuda_ctx* ctx, const fr_t* aux, size_t len)
 {
     CUZK_TRY
     const gpu_t& gpu = *ctx->gpu;
     gpu.select();
     ctx->aux_len = 0;
+    ctx->picked_len = 0;
     ctx->aux.reserve(len ? len : 1);
     if (len)
         gpu.HtoD(ctx->aux.ptr, aux, len);
@@ -247,53 +272,62 @@ RustError cuzk_cuda_upload_aux(cuzk_cuda_ctx* ctx, const fr_t* aux, size_t len)
     CUZK_CATCH
 }
 
-// Σ aux_i·points_j over the aux scalars, all of them (`words` null) or those
-// whose bit is set in the bitmap `words` (`nbits` = aux length), the j-th
-// set bit taking the j-th point.
-RustError cuzk_cuda_msm_aux(cuzk_cuda_ctx* ctx, const uint64_t* words,
-                            size_t nbits, const affine_t* points,
-                            size_t npoints, point_t* out)
+// Picks the aux scalars whose bit is set in the bitmap `words` (`nbits` =
+// aux length), in order, into the scalar source SRC_PICKED; `*count` is
+// how many.
+RustError cuzk_cuda_pick(cuzk_cuda_ctx* ctx, const uint64_t* words,
+                         size_t nbits, size_t* count)
 {
     CUZK_TRY
     const gpu_t& gpu = *ctx->gpu;
     gpu.select();
-    out->inf();
-    const fr_t* scalars = ctx->aux.ptr;
-    if (words == nullptr) {
-        if (npoints != ctx->aux_len)
-            return bad_arg("L points and aux scalars differ in number");
-    } else {
-        if (nbits != ctx->aux_len)
-            return bad_arg("density bitmap and aux scalars differ in length");
-        size_t nwords = (nbits + 63) / 64;
-        std::vector<uint32_t> offs(nwords ? nwords : 1);
-        size_t total = 0;
-        for (size_t w = 0; w < nwords; w++) {
-            uint64_t bits = words[w];
-            if (w == nwords - 1 && nbits % 64)
-                bits &= ((uint64_t)1 << (nbits % 64)) - 1;
-            offs[w] = (uint32_t)total;
-            total += __builtin_popcountll(bits);
-        }
-        if (total != npoints)
-            return bad_arg("density count and points differ in number");
-        if (total >= ((size_t)1 << 31))
-            return bad_arg("too many scalars for one MSM");
-        if (npoints == 0)
-            return RustError{0};
+    ctx->picked_len = 0;
+    *count = 0;
+    if (nbits != ctx->aux_len)
+        return bad_arg("density bitmap and aux scalars differ in length");
+    size_t nwords = (nbits + 63) / 64;
+    std::vector<uint32_t> offs(nwords ? nwords : 1);
+    size_t total = 0;
+    for (size_t w = 0; w < nwords; w++) {
+        uint64_t bits = words[w];
+        if (w == nwords - 1 && nbits % 64)
+            bits &= ((uint64_t)1 << (nbits % 64)) - 1;
+        offs[w] = (uint32_t)total;
+        total += __builtin_popcountll(bits);
+    }
+    if (total >= ((size_t)1 << 31))
+        return bad_arg("too many scalars for one MSM");
+    if (total > 0) {
         ctx->words.reserve(nwords);
         ctx->offsets.reserve(nwords);
-        ctx->picked.reserve(npoints);
+        ctx->picked.reserve(total);
         gpu.HtoD(ctx->words.ptr, words, nwords);
         gpu.HtoD(ctx->offsets.ptr, offs.data(), nwords);
         launch_compact(gpu, ctx->picked.ptr, ctx->aux.ptr, ctx->words.ptr,
                        ctx->offsets.ptr, nwords, nbits);
         gpu.sync();
-        scalars = ctx->picked.ptr;
     }
-    if (npoints > 0)
-        msm_device_scalars(ctx, out, points, scalars, npoints);
+    ctx->picked_len = total;
+    *count = total;
     CUZK_CATCH
+}
+
+// Σ scalar_i·points_i in G1 over all scalars of `source` (SRC_H: the n − 1
+// H coefficients; SRC_AUX: the aux assignment; SRC_PICKED: the last pick),
+// `npoints` equal to their number; points on the host.
+RustError cuzk_cuda_msm_g1(cuzk_cuda_ctx* ctx, int source,
+                           const affine_t* points, size_t npoints,
+                           point_t* out)
+{
+    return msm_from_source<bucket_t>(ctx, source, points, npoints, out);
+}
+
+// The same in G2.
+RustError cuzk_cuda_msm_g2(cuzk_cuda_ctx* ctx, int source,
+                           const affine_fp2_t* points, size_t npoints,
+                           point_fp2_t* out)
+{
+    return msm_from_source<bucket_fp2_t>(ctx, source, points, npoints, out);
 }
 
 } // extern "C"

@@ -2,10 +2,10 @@
 //!
 //! Per partition: a, b, c are uploaded and turned into H coefficients on the
 //! device (then freed on the host and reported through `abc_freed`); the H,
-//! L, A-aux and B_G1-aux MSMs run on the GPU against host SRS points
-//! (uploaded per call: a resident SRS would hand device pointers to the same
-//! C functions); the input MSMs, MSMs below [`GPU_MIN_POINTS`] and B_G2 run on
-//! the CPU, B_G2 on its own thread while the GPU works. The device context
+//! L, A-aux, B_G1-aux and B_G2-aux MSMs run on the GPU against host SRS
+//! points (uploaded per call: a resident SRS would hand device pointers to
+//! the same C functions); the input MSMs and MSMs below [`GPU_MIN_POINTS`]
+//! points run on the CPU. The device context
 //! (its buffers kept across calls) sits behind a Mutex: one partition at a
 //! time per device.
 
@@ -122,7 +122,7 @@ mod gpu {
     use group::Group;
 
     use super::{CudaBackend, GPU_MIN_POINTS};
-    use crate::ffi::Ctx;
+    use crate::ffi::{Ctx, Source};
     use crate::CudaError;
 
     pub(super) fn prove(
@@ -174,6 +174,15 @@ mod gpu {
     ) -> Result<MsmResults, ProverError> {
         let (n, lg_n) = domain(w.a.len())?;
         check_srs(w, srs, n)?;
+        for d in [&w.a_aux_density, &w.b_aux_density] {
+            if d.len() != w.aux.len() {
+                return Err(ProverError::Input(format!(
+                    "density of {} bits for {} aux variables",
+                    d.len(),
+                    w.aux.len()
+                )));
+            }
+        }
 
         let t = Instant::now();
         ctx.h_prepare(&w.a, &w.b, &w.c, lg_n, &z_inverse(n)?)?;
@@ -183,45 +192,9 @@ mod gpu {
         abc_freed();
         stats.ntt += t.elapsed();
 
-        let w: &PartitionWitness = w;
-        let ni = w.input.len();
-        let bi = w.b_input_density.count();
-        std::thread::scope(|sc| {
-            let g2 = sc.spawn(|| {
-                let t = Instant::now();
-                let (b2_in, _) = msm::<G2>(&srs.b_g2[..bi], &w.input, Some(&w.b_input_density));
-                let (b2_aux, _) = msm::<G2>(&srs.b_g2[bi..], &w.aux, Some(&w.b_aux_density));
-                (b2_in + b2_aux, t.elapsed())
-            });
-            let g1 = gpu_g1(ctx, w, srs, stats, n, ni, bi);
-            let (b_g2, t_g2) = g2
-                .join()
-                .map_err(|_| ProverError::Backend("cuda: the B_G2 thread panicked".into()))?;
-            stats.msm_b_g2 += t_g2;
-            let (h, l, a, b_g1) = g1?;
-            Ok(MsmResults {
-                a,
-                b_g1,
-                b_g2,
-                h,
-                l,
-            })
-        })
-    }
-
-    /// H, L, A and B_G1 sums.
-    fn gpu_g1(
-        ctx: &mut Ctx,
-        w: &PartitionWitness,
-        srs: &SrsRef<'_>,
-        stats: &mut ProveStats,
-        n: usize,
-        ni: usize,
-        bi: usize,
-    ) -> Result<(G1Projective, G1Projective, G1Projective, G1Projective), ProverError> {
         let t = Instant::now();
         let h = if n > 1 {
-            ctx.msm_h(srs.h)?
+            ctx.msm_g1(Source::H, srs.h)?
         } else {
             G1Projective::identity()
         };
@@ -229,41 +202,73 @@ mod gpu {
 
         let t = Instant::now();
         ctx.upload_aux(&w.aux)?;
-        let l = aux_msm(ctx, None, srs.l, &w.aux)?;
+        let l = if srs.l.len() < GPU_MIN_POINTS {
+            msm::<G1>(srs.l, &w.aux, None).0
+        } else {
+            ctx.msm_g1(Source::Aux, srs.l)?
+        };
         stats.msm_l += t.elapsed();
 
         let t = Instant::now();
+        let ni = w.input.len();
         let (a_in, _) = msm::<G1>(&srs.a[..ni], &w.input, None);
-        let a_aux = aux_msm(ctx, Some(&w.a_aux_density), &srs.a[ni..], &w.aux)?;
+        let a_aux = pick_g1(ctx, &w.a_aux_density, &srs.a[ni..], &w.aux)?;
         stats.msm_a += t.elapsed();
 
         let t = Instant::now();
+        let bi = w.b_input_density.count();
         let (b1_in, _) = msm::<G1>(&srs.b_g1[..bi], &w.input, Some(&w.b_input_density));
-        let b1_aux = aux_msm(ctx, Some(&w.b_aux_density), &srs.b_g1[bi..], &w.aux)?;
+        let b_on_gpu = srs.b_g1.len() - bi >= GPU_MIN_POINTS;
+        let b1_aux = if b_on_gpu {
+            picked(ctx, &w.b_aux_density, srs.b_g1.len() - bi)?;
+            ctx.msm_g1(Source::Picked, &srs.b_g1[bi..])?
+        } else {
+            msm::<G1>(&srs.b_g1[bi..], &w.aux, Some(&w.b_aux_density)).0
+        };
         stats.msm_b_g1 += t.elapsed();
-        Ok((h, l, a_in + a_aux, b1_in + b1_aux))
+
+        // B_G2 over the scalars picked for B_G1's aux part.
+        let t = Instant::now();
+        let (b2_in, _) = msm::<G2>(&srs.b_g2[..bi], &w.input, Some(&w.b_input_density));
+        let b2_aux = if b_on_gpu {
+            ctx.msm_g2(Source::Picked, &srs.b_g2[bi..])?
+        } else {
+            msm::<G2>(&srs.b_g2[bi..], &w.aux, Some(&w.b_aux_density)).0
+        };
+        stats.msm_b_g2 += t.elapsed();
+
+        Ok(MsmResults {
+            a: a_in + a_aux,
+            b_g1: b1_in + b1_aux,
+            b_g2: b2_in + b2_aux,
+            h,
+            l,
+        })
     }
 
-    /// An MSM over the aux assignment (uploaded already), on the GPU unless
-    /// it is small.
-    fn aux_msm(
+    /// Σ over the aux variables set in `density` in G1: picked and summed
+    /// on the GPU, or on the CPU when small.
+    fn pick_g1(
         ctx: &mut Ctx,
-        density: Option<&Density>,
+        density: &Density,
         points: &[G1Affine],
         aux: &[Scalar],
     ) -> Result<G1Projective, CudaError> {
-        if let Some(d) = density {
-            if d.len() != aux.len() {
-                return Err(CudaError::Input(format!(
-                    "density of {} bits for {} aux variables",
-                    d.len(),
-                    aux.len()
-                )));
-            }
-        }
         if points.len() < GPU_MIN_POINTS {
-            return Ok(msm::<G1>(points, aux, density).0);
+            return Ok(msm::<G1>(points, aux, Some(density)).0);
         }
-        ctx.msm_aux(density.map(|d| (d.words(), d.len())), points)
+        picked(ctx, density, points.len())?;
+        ctx.msm_g1(Source::Picked, points)
+    }
+
+    /// Makes the source [`Source::Picked`] hold the aux scalars of `density`.
+    fn picked(ctx: &mut Ctx, density: &Density, npoints: usize) -> Result<(), CudaError> {
+        let count = ctx.pick(density.words(), density.len())?;
+        if count != npoints {
+            return Err(CudaError::Input(format!(
+                "{count} variables in the density for {npoints} points"
+            )));
+        }
+        Ok(())
     }
 }

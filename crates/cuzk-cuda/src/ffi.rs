@@ -4,14 +4,14 @@
 //! Layouts: blstrs' `Scalar` is blst_fr and sppark's `fr_t` (32 bytes,
 //! Montgomery); `G1Affine` is blst_p1_affine and sppark's affine point
 //! (96 bytes); sppark's `jacobian_t<fp_t>` is blst_p1 (144 bytes), which
-//! `G1Projective` wraps. Every C function returns sppark's error struct; a
+//! `G1Projective` wraps; the same over Fp2 for G2 (192 and 288 bytes). Every C function returns sppark's error struct; a
 //! non-zero code becomes [`CudaError::Cuda`] with the C++ side's message.
 
 use std::ffi::{c_char, CStr};
 use std::ptr::NonNull;
 
-use blst::blst_p1;
-use blstrs::{G1Affine, G1Projective, Scalar};
+use blst::{blst_p1, blst_p2};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
 use crate::CudaError;
 
@@ -35,20 +35,26 @@ extern "C" {
         lg_n: u32,
         z_inv: *const Scalar,
     ) -> sppark::Error;
-    fn cuzk_cuda_msm_h(
+    fn cuzk_cuda_upload_aux(ctx: *mut RawCtx, aux: *const Scalar, len: usize) -> sppark::Error;
+    fn cuzk_cuda_pick(
         ctx: *mut RawCtx,
+        words: *const u64,
+        nbits: usize,
+        count: *mut usize,
+    ) -> sppark::Error;
+    fn cuzk_cuda_msm_g1(
+        ctx: *mut RawCtx,
+        source: i32,
         points: *const G1Affine,
         npoints: usize,
         out: *mut blst_p1,
     ) -> sppark::Error;
-    fn cuzk_cuda_upload_aux(ctx: *mut RawCtx, aux: *const Scalar, len: usize) -> sppark::Error;
-    fn cuzk_cuda_msm_aux(
+    fn cuzk_cuda_msm_g2(
         ctx: *mut RawCtx,
-        words: *const u64,
-        nbits: usize,
-        points: *const G1Affine,
+        source: i32,
+        points: *const G2Affine,
         npoints: usize,
-        out: *mut blst_p1,
+        out: *mut blst_p2,
     ) -> sppark::Error;
 }
 
@@ -60,9 +66,15 @@ fn check(e: sppark::Error) -> Result<(), CudaError> {
     }
 }
 
-fn to_projective(p: blst_p1) -> G1Projective {
-    // SAFETY: G1Projective is #[repr(transparent)] over blst_p1.
-    unsafe { std::mem::transmute::<blst_p1, G1Projective>(p) }
+/// Where an MSM's scalars are on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// The n − 1 H coefficients of the last [`Ctx::h_prepare`].
+    H = 0,
+    /// The aux assignment of the last [`Ctx::upload_aux`].
+    Aux = 1,
+    /// The scalars of the last [`Ctx::pick`].
+    Picked = 2,
 }
 
 /// Number of usable CUDA devices (compute capability 7.0+, cooperative launch).
@@ -143,52 +155,65 @@ impl Ctx {
         })
     }
 
-    /// Σ h_i·points_i over the prepared H coefficients.
-    pub(crate) fn msm_h(&mut self, points: &[G1Affine]) -> Result<G1Projective, CudaError> {
-        let mut out = blst_p1::default();
-        // SAFETY: points outlive the call; out is written once.
-        check(unsafe {
-            cuzk_cuda_msm_h(self.raw.as_ptr(), points.as_ptr(), points.len(), &mut out)
-        })?;
-        Ok(to_projective(out))
-    }
-
-    /// Uploads the aux assignment for [`Ctx::msm_aux`].
+    /// Uploads the aux assignment (source [`Source::Aux`]).
     pub(crate) fn upload_aux(&mut self, aux: &[Scalar]) -> Result<(), CudaError> {
         // SAFETY: aux outlives the call.
         check(unsafe { cuzk_cuda_upload_aux(self.raw.as_ptr(), aux.as_ptr(), aux.len()) })
     }
 
-    /// Σ aux_i·points_j over all aux scalars, or over those whose bit is set
-    /// in `density` (`(words, bits)`), in order.
-    pub(crate) fn msm_aux(
+    /// Picks the aux scalars whose bit is set in `words` (`nbits` bits, the
+    /// aux length), in order, as source [`Source::Picked`]; returns how many.
+    pub(crate) fn pick(&mut self, words: &[u64], nbits: usize) -> Result<usize, CudaError> {
+        if words.len() < nbits.div_ceil(64) {
+            return Err(CudaError::Input(
+                "density bitmap shorter than its length".into(),
+            ));
+        }
+        let mut count = 0usize;
+        // SAFETY: words holds nbits bits; count is written once.
+        check(unsafe { cuzk_cuda_pick(self.raw.as_ptr(), words.as_ptr(), nbits, &mut count) })?;
+        Ok(count)
+    }
+
+    /// Σ scalar_i·points_i in G1 over all scalars of `source`.
+    pub(crate) fn msm_g1(
         &mut self,
-        density: Option<(&[u64], usize)>,
+        source: Source,
         points: &[G1Affine],
     ) -> Result<G1Projective, CudaError> {
-        let (words, nbits) = match density {
-            Some((w, n)) => {
-                if w.len() < n.div_ceil(64) {
-                    return Err(CudaError::Input(
-                        "density bitmap shorter than its length".into(),
-                    ));
-                }
-                (w.as_ptr(), n)
-            }
-            None => (std::ptr::null(), 0),
-        };
         let mut out = blst_p1::default();
-        // SAFETY: words holds nbits bits, points npoints points; out written once.
+        // SAFETY: points outlive the call; out is written once.
         check(unsafe {
-            cuzk_cuda_msm_aux(
+            cuzk_cuda_msm_g1(
                 self.raw.as_ptr(),
-                words,
-                nbits,
+                source as i32,
                 points.as_ptr(),
                 points.len(),
                 &mut out,
             )
         })?;
-        Ok(to_projective(out))
+        // SAFETY: G1Projective is #[repr(transparent)] over blst_p1.
+        Ok(unsafe { std::mem::transmute::<blst_p1, G1Projective>(out) })
+    }
+
+    /// Σ scalar_i·points_i in G2 over all scalars of `source`.
+    pub(crate) fn msm_g2(
+        &mut self,
+        source: Source,
+        points: &[G2Affine],
+    ) -> Result<G2Projective, CudaError> {
+        let mut out = blst_p2::default();
+        // SAFETY: points outlive the call; out is written once.
+        check(unsafe {
+            cuzk_cuda_msm_g2(
+                self.raw.as_ptr(),
+                source as i32,
+                points.as_ptr(),
+                points.len(),
+                &mut out,
+            )
+        })?;
+        // SAFETY: G2Projective is #[repr(transparent)] over blst_p2.
+        Ok(unsafe { std::mem::transmute::<blst_p2, G2Projective>(out) })
     }
 }

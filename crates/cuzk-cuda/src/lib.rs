@@ -3,10 +3,10 @@
 //!
 //! Per partition the GPU computes the H polynomial (sppark's NTT plus our
 //! pointwise kernel, with bellperson's domain, coset generator 7 and Z⁻¹)
-//! and the H, L, A (aux) and B_G1 (aux) MSMs (sppark's Pippenger; A/B
-//! scalars are picked on the GPU by the density bitmaps). The tiny input
-//! MSMs and B_G2 run on the CPU with `cuzk_prover::msm`, B_G2 overlapping
-//! the GPU work; the proof is assembled by `cuzk_prover::proof::assemble`.
+//! and the H, L, A, B_G1 and B_G2 MSMs over the aux variables (sppark's
+//! Pippenger, in G1 and G2; A/B scalars are picked on the GPU by the density
+//! bitmaps). The tiny input MSMs run on the CPU with `cuzk_prover::msm`; the
+//! proof is assembled by `cuzk_prover::proof::assemble`.
 //!
 //! Without the `cuda` feature no CUDA code is built and
 //! [`CudaBackend::new`] returns [`CudaError::NotBuilt`].

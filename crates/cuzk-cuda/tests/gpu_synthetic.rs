@@ -89,14 +89,17 @@ fn check(gpu: &CudaBackend, log: u32, count: usize) {
     assert!(n > 1 << (log - 1) && n <= 1 << log, "{n} constraints");
     let r: Vec<Scalar> = (0..count).map(|_| Scalar::random(&mut rng)).collect();
     let s: Vec<Scalar> = (0..count).map(|_| Scalar::random(&mut rng)).collect();
-    common::compare(
-        &format!("2^{log} x{count}"),
-        gpu,
-        witnesses,
-        &srs.as_srs_ref(),
-        &r,
-        &s,
-    );
+    let label = format!("2^{log} x{count}");
+    let expected = common::compare(&label, gpu, witnesses.clone(), &srs.as_srs_ref(), &r, &s);
+    // Again on the warm context (device buffers already allocated).
+    let mut again = witnesses;
+    let t = std::time::Instant::now();
+    let (proofs, stats) = gpu
+        .prove(&mut again, &srs.as_srs_ref(), &r, &s)
+        .expect("second GPU proof");
+    common::print_stats(&format!("{label} gpu again"), &stats, t.elapsed());
+    let bytes: Vec<_> = proofs.iter().map(|p| p.to_bytes()).collect();
+    assert!(bytes == expected, "{label}: the second GPU proof differs");
 }
 
 #[test]
@@ -106,6 +109,14 @@ fn synthetic_circuits_equal_cpu_proofs() {
     check(&gpu, 16, 2);
     check(&gpu, 16, 1);
     check(&gpu, 20, 1);
+}
+
+/// A larger size, for timings: `-- --ignored synthetic_2_pow_24`.
+#[test]
+#[ignore = "large: about 2 minutes on 16 cores"]
+fn synthetic_2_pow_24() {
+    let Some(gpu) = common::gpu() else { return };
+    check(&gpu, 24, 1);
 }
 
 #[test]
