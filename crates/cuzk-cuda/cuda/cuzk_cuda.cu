@@ -86,15 +86,18 @@ struct cuzk_cuda_ctx {
     dbuf<uint64_t> words;
     dbuf<uint32_t> offsets;
 
-    ~cuzk_cuda_ctx()
+    void trim()
     {
         gpu->select();
+        h_ready = false;
+        aux_len = picked_len = 0;
         abc.release();
         aux.release();
         picked.release();
         words.release();
         offsets.release();
     }
+    ~cuzk_cuda_ctx() { trim(); }
 };
 
 #define CUZK_TRY try {
@@ -209,6 +212,15 @@ void cuzk_cuda_ctx_free(cuzk_cuda_ctx* ctx)
         delete ctx;
     } catch (...) {
     }
+}
+
+// Frees the context's device buffers; they are allocated again when needed.
+RustError cuzk_cuda_ctx_trim(cuzk_cuda_ctx* ctx)
+{
+    CUZK_TRY
+    ctx->gpu->sync();
+    ctx->trim();
+    CUZK_CATCH
 }
 
 // Uploads a, b, c (`len` scalars each, zero-padded to n = 2^lg_n) and leaves

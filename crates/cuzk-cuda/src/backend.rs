@@ -6,8 +6,9 @@
 //! points (uploaded per call: a resident SRS would hand device pointers to
 //! the same C functions); the input MSMs and MSMs below [`GPU_MIN_POINTS`]
 //! points run on the CPU. The device context
-//! (its buffers kept across calls) sits behind a Mutex: one partition at a
-//! time per device.
+//! (its buffers kept across calls) is one per device for the whole process,
+//! behind a Mutex: one partition at a time per device, however many
+//! backends share it.
 
 use blstrs::Scalar;
 use cuzk_prover::backend::{ProveStats, ProverBackend, ProverError, SrsRef};
@@ -44,15 +45,28 @@ impl CudaBackend {
             if device >= count {
                 return Err(CudaError::NoDevice { device, count });
             }
-            let ctx = crate::ffi::Ctx::new(device)?;
             Ok(CudaBackend {
                 device,
-                ctx: std::sync::Arc::new(std::sync::Mutex::new(ctx)),
+                ctx: shared_ctx(device)?,
             })
         }
         #[cfg(not(feature = "cuda"))]
         {
             let _ = device;
+            Err(CudaError::NotBuilt)
+        }
+    }
+
+    /// Frees the device buffers kept between calls (a/b/c, aux, picked
+    /// scalars); the next call allocates them again. Waits for a running
+    /// call on this device to end.
+    pub fn release_buffers(&self) -> Result<(), CudaError> {
+        #[cfg(feature = "cuda")]
+        {
+            self.ctx.lock().unwrap_or_else(|p| p.into_inner()).trim()
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
             Err(CudaError::NotBuilt)
         }
     }
@@ -73,6 +87,29 @@ impl CudaBackend {
             Err(CudaError::NotBuilt)
         }
     }
+}
+
+/// The one context of `device`, shared by every backend on it: sppark's
+/// streams and MSM counters are per device, so two calls must never run on
+/// one device at once.
+#[cfg(feature = "cuda")]
+fn shared_ctx(
+    device: usize,
+) -> Result<std::sync::Arc<std::sync::Mutex<crate::ffi::Ctx>>, CudaError> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Table = Mutex<HashMap<usize, Arc<Mutex<crate::ffi::Ctx>>>>;
+    static CONTEXTS: OnceLock<Table> = OnceLock::new();
+    let mut table = CONTEXTS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(ctx) = table.get(&device) {
+        return Ok(Arc::clone(ctx));
+    }
+    let ctx = Arc::new(Mutex::new(crate::ffi::Ctx::new(device)?));
+    table.insert(device, Arc::clone(&ctx));
+    Ok(ctx)
 }
 
 impl ProverBackend for CudaBackend {

@@ -26,6 +26,7 @@ extern "C" {
     fn cuzk_cuda_device_name(id: usize, buf: *mut c_char, len: usize) -> sppark::Error;
     fn cuzk_cuda_ctx_new(id: usize, out: *mut *mut RawCtx) -> sppark::Error;
     fn cuzk_cuda_ctx_free(ctx: *mut RawCtx);
+    fn cuzk_cuda_ctx_trim(ctx: *mut RawCtx) -> sppark::Error;
     fn cuzk_cuda_h_prepare(
         ctx: *mut RawCtx,
         a: *const Scalar,
@@ -121,6 +122,12 @@ impl Ctx {
         NonNull::new(raw)
             .map(|raw| Ctx { raw })
             .ok_or_else(|| CudaError::Cuda("no context returned".into()))
+    }
+
+    /// Frees the device buffers (allocated again when next needed).
+    pub(crate) fn trim(&mut self) -> Result<(), CudaError> {
+        // SAFETY: a live context.
+        check(unsafe { cuzk_cuda_ctx_trim(self.raw.as_ptr()) })
     }
 
     /// Uploads a, b, c (same length ≤ 2^lg_n) and computes the H
