@@ -106,6 +106,12 @@ impl Density {
         }
     }
 
+    /// The bitmap as 64-bit words, bit `i` at bit `i % 64` of word `i / 64`;
+    /// bits past [`Density::len`] are clear.
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
     /// Iterates over the bits.
     pub fn iter(&self) -> impl Iterator<Item = bool> + '_ {
         (0..self.len).map(move |i| self.words[i / 64] >> (i % 64) & 1 == 1)

@@ -1,0 +1,345 @@
+//! cuzk's CUDA kernels and host logic for one Groth16 partition (BLS12-381).
+//!
+//! Built on sppark: its field and curve types (`fr_t`, `fp_t`, `xyzz_t`,
+//! `jacobian_t`), its NTT (`ntt/ntt.cuh`) and its Pippenger MSM
+//! (`msm/pippenger.cuh`). Our own kernels are small: the pointwise
+//! `(a·b − c)·Z⁻¹` on the coset and the compaction of scalars by a density
+//! bitmap. Memory layouts are blst's, which are blstrs': `fr_t` is blst_fr
+//! (Montgomery, 4×u64 LE), an affine point is blst_p1_affine (Montgomery x, y;
+//! identity = all zero), `jacobian_t<fp_t>` is blst_p1.
+//!
+//! The `extern "C"` surface (see `src/ffi.rs`) works on a per-device context
+//! holding device buffers that live across calls. Every function catches all
+//! C++ exceptions (sppark throws `cuda_error`) and returns a `RustError`
+//! whose message Rust frees: nothing unwinds into Rust, nothing aborts.
+
+#include <cuda.h>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+#include <new>
+#include <exception>
+
+#include <ff/bls12-381.hpp>
+#include <ff/bls12-381-fp2.hpp>
+#include <ec/jacobian_t.hpp>
+#include <ec/xyzz_t.hpp>
+
+typedef jacobian_t<fp_t> point_t;
+typedef xyzz_t<fp_t> bucket_t;
+typedef bucket_t::affine_t affine_t;
+typedef jacobian_t<fp2_t> point_fp2_t;
+typedef xyzz_t<fp2_t> bucket_fp2_t;
+typedef bucket_fp2_t::affine_t affine_fp2_t;
+typedef fr_t scalar_t;
+
+#include <msm/pippenger.cuh>
+#include <ntt/ntt.cuh>
+
+#include "kernels.cuh"
+
+// A device pointer for msm_t::invoke: sppark takes scalars (or points)
+// already on the device when their pointer type is marked as such.
+template<class T> struct dev_view {
+    const T* p;
+    const T& operator[](size_t i) const { return p[i]; }
+};
+template<class T> struct is_device_ptr<dev_view<T>> {
+    static const bool value{true};
+};
+
+// A device buffer that only grows; freed with the context.
+template<class T> struct dbuf {
+    T* ptr = nullptr;
+    size_t cap = 0;
+
+    void reserve(size_t n)
+    {
+        if (n <= cap)
+            return;
+        release();
+        CUDA_OK(cudaMalloc(&ptr, n * sizeof(T)));
+        cap = n;
+    }
+    void release()
+    {
+        if (ptr)
+            (void)cudaFree(ptr);
+        ptr = nullptr;
+        cap = 0;
+    }
+};
+
+struct cuzk_cuda_ctx {
+    int id;
+    const gpu_t* gpu;
+    // a | b | c, n scalars each; H coefficients end up in the first n.
+    dbuf<fr_t> abc;
+    uint32_t lg_n = 0;
+    bool h_ready = false;
+    // The aux assignment and the compacted (density-filtered) scalars.
+    dbuf<fr_t> aux;
+    size_t aux_len = 0;
+    dbuf<fr_t> picked;
+    size_t picked_len = 0;
+    // Density bitmap words and the exclusive prefix count of set bits.
+    dbuf<uint64_t> words;
+    dbuf<uint32_t> offsets;
+
+    void trim()
+    {
+        gpu->select();
+        h_ready = false;
+        aux_len = picked_len = 0;
+        abc.release();
+        aux.release();
+        picked.release();
+        words.release();
+        offsets.release();
+    }
+    ~cuzk_cuda_ctx() { trim(); }
+};
+
+#define CUZK_TRY try {
+#define CUZK_CATCH                                                  \
+    } catch (const cuda_error& e) {                                 \
+        return RustError{e.code() ? e.code() : -1, e.what()};       \
+    } catch (const std::bad_alloc&) {                               \
+        return RustError{-2, "host out of memory"};                 \
+    } catch (const std::exception& e) {                             \
+        return RustError{-3, e.what()};                             \
+    } catch (...) {                                                 \
+        return RustError{-4, "unknown C++ exception"};              \
+    }                                                               \
+    return RustError{0};
+
+static RustError bad_arg(const char* what)
+{
+    return RustError{-5, what};
+}
+
+// Where an MSM's scalars come from (see cuzk_cuda_msm_g1).
+enum scalar_source : int { SRC_H = 0, SRC_AUX = 1, SRC_PICKED = 2 };
+
+// The device scalars of `source` and how many there are.
+static const fr_t* source_scalars(const cuzk_cuda_ctx* ctx, int source,
+                                  size_t* len)
+{
+    switch (source) {
+    case SRC_H:
+        if (!ctx->h_ready)
+            throw cuda_error{-5, std::string("H coefficients not prepared")};
+        // H has n - 1 coefficients (the top one is zero).
+        *len = ((size_t)1 << ctx->lg_n) - 1;
+        return ctx->abc.ptr;
+    case SRC_AUX:
+        *len = ctx->aux_len;
+        return ctx->aux.ptr;
+    case SRC_PICKED:
+        *len = ctx->picked_len;
+        return ctx->picked.ptr;
+    default:
+        throw cuda_error{-5, std::string("unknown scalar source")};
+    }
+}
+
+// Runs an MSM of `npoints` host points against scalars on the device.
+template<class bucket_T, class point_T, class affine_T>
+static RustError msm_from_source(cuzk_cuda_ctx* ctx, int source,
+                                 const affine_T* points, size_t npoints,
+                                 point_T* out)
+{
+    CUZK_TRY
+    ctx->gpu->select();
+    out->inf();
+    size_t len = 0;
+    const fr_t* scalars = source_scalars(ctx, source, &len);
+    if (npoints != len)
+        return bad_arg("MSM points and scalars differ in number");
+    if (npoints >= ((size_t)1 << 31))
+        return bad_arg("too many points for one MSM");
+    if (npoints == 0)
+        return RustError{0};
+    msm_t<bucket_T, point_T, affine_T, scalar_t> msm{nullptr, npoints,
+                                                     sizeof(affine_T), ctx->id};
+    RustError err = msm.invoke(*out, points, npoints,
+                               dev_view<fr_t>{scalars}, true);
+    if (err.code != 0)
+        return err;
+    ctx->gpu->sync();
+    CUZK_CATCH
+}
+
+extern "C" {
+
+RustError cuzk_cuda_device_count(size_t* out)
+{
+    CUZK_TRY
+    *out = ngpus();
+    CUZK_CATCH
+}
+
+RustError cuzk_cuda_device_name(size_t id, char* buf, size_t len)
+{
+    CUZK_TRY
+    if (id >= ngpus())
+        return bad_arg("no such CUDA device");
+    const auto& props = gpu_props((int)id);
+    if (len > 0) {
+        strncpy(buf, props.name, len - 1);
+        buf[len - 1] = 0;
+    }
+    CUZK_CATCH
+}
+
+RustError cuzk_cuda_ctx_new(size_t id, cuzk_cuda_ctx** out)
+{
+    CUZK_TRY
+    *out = nullptr;
+    if (id >= ngpus())
+        return bad_arg("no such CUDA device");
+    const gpu_t& gpu = select_gpu((int)id);
+    auto* ctx = new cuzk_cuda_ctx;
+    ctx->id = (int)id;
+    ctx->gpu = &gpu;
+    *out = ctx;
+    CUZK_CATCH
+}
+
+void cuzk_cuda_ctx_free(cuzk_cuda_ctx* ctx)
+{
+    try {
+        delete ctx;
+    } catch (...) {
+    }
+}
+
+// Frees the context's device buffers; they are allocated again when needed.
+RustError cuzk_cuda_ctx_trim(cuzk_cuda_ctx* ctx)
+{
+    CUZK_TRY
+    ctx->gpu->sync();
+    ctx->trim();
+    CUZK_CATCH
+}
+
+// Uploads a, b, c (`len` scalars each, zero-padded to n = 2^lg_n) and leaves
+// the H coefficients in the device buffer: iNTT, coset NTT (generator 7),
+// (a·b − c)·z_inv, coset iNTT. On return the host vectors may be freed.
+RustError cuzk_cuda_h_prepare(cuzk_cuda_ctx* ctx, const fr_t* a, const fr_t* b,
+                              const fr_t* c, size_t len, uint32_t lg_n,
+                              const fr_t* z_inv)
+{
+    CUZK_TRY
+    const gpu_t& gpu = *ctx->gpu;
+    gpu.select();
+    ctx->h_ready = false;
+    if (lg_n > MAX_LG_DOMAIN_SIZE)
+        return bad_arg("domain too large for sppark's NTT");
+    size_t n = (size_t)1 << lg_n;
+    if (len > n)
+        return bad_arg("more evaluations than the domain holds");
+    ctx->abc.reserve(3 * n);
+    fr_t* d[3] = {ctx->abc.ptr, ctx->abc.ptr + n, ctx->abc.ptr + 2 * n};
+    const fr_t* h[3] = {a, b, c};
+    stream_t& s = gpu;
+    for (int k = 0; k < 3; k++) {
+        if (len)
+            s.HtoD(d[k], h[k], len);
+        if (len < n)
+            s.bzero(d[k] + len, n - len);
+    }
+    if (lg_n > 0) {
+        for (int k = 0; k < 3; k++) {
+            NTT::Base_dev_ptr(s, d[k], lg_n, NTT::InputOutputOrder::NR,
+                              NTT::Direction::inverse, NTT::Type::standard);
+            NTT::Base_dev_ptr(s, d[k], lg_n, NTT::InputOutputOrder::RN,
+                              NTT::Direction::forward, NTT::Type::coset);
+        }
+        fr_t zi;
+        memcpy((void*)&zi, (const void*)z_inv, sizeof(fr_t));
+        launch_h_pointwise(s, d[0], d[1], d[2], zi, n);
+        NTT::Base_dev_ptr(s, d[0], lg_n, NTT::InputOutputOrder::NN,
+                          NTT::Direction::inverse, NTT::Type::coset);
+    }
+    s.sync();
+    ctx->lg_n = lg_n;
+    ctx->h_ready = true;
+    CUZK_CATCH
+}
+
+// Uploads the aux assignment (scalar source SRC_AUX).
+RustError cuzk_cuda_upload_aux(cuzk_cuda_ctx* ctx, const fr_t* aux, size_t len)
+{
+    CUZK_TRY
+    const gpu_t& gpu = *ctx->gpu;
+    gpu.select();
+    ctx->aux_len = 0;
+    ctx->picked_len = 0;
+    ctx->aux.reserve(len ? len : 1);
+    if (len)
+        gpu.HtoD(ctx->aux.ptr, aux, len);
+    gpu.sync();
+    ctx->aux_len = len;
+    CUZK_CATCH
+}
+
+// Picks the aux scalars whose bit is set in the bitmap `words` (`nbits` =
+// aux length), in order, into the scalar source SRC_PICKED; `*count` is
+// how many.
+RustError cuzk_cuda_pick(cuzk_cuda_ctx* ctx, const uint64_t* words,
+                         size_t nbits, size_t* count)
+{
+    CUZK_TRY
+    const gpu_t& gpu = *ctx->gpu;
+    gpu.select();
+    ctx->picked_len = 0;
+    *count = 0;
+    if (nbits != ctx->aux_len)
+        return bad_arg("density bitmap and aux scalars differ in length");
+    size_t nwords = (nbits + 63) / 64;
+    std::vector<uint32_t> offs(nwords ? nwords : 1);
+    size_t total = 0;
+    for (size_t w = 0; w < nwords; w++) {
+        uint64_t bits = words[w];
+        if (w == nwords - 1 && nbits % 64)
+            bits &= ((uint64_t)1 << (nbits % 64)) - 1;
+        offs[w] = (uint32_t)total;
+        total += __builtin_popcountll(bits);
+    }
+    if (total >= ((size_t)1 << 31))
+        return bad_arg("too many scalars for one MSM");
+    if (total > 0) {
+        ctx->words.reserve(nwords);
+        ctx->offsets.reserve(nwords);
+        ctx->picked.reserve(total);
+        gpu.HtoD(ctx->words.ptr, words, nwords);
+        gpu.HtoD(ctx->offsets.ptr, offs.data(), nwords);
+        launch_compact(gpu, ctx->picked.ptr, ctx->aux.ptr, ctx->words.ptr,
+                       ctx->offsets.ptr, nwords, nbits);
+        gpu.sync();
+    }
+    ctx->picked_len = total;
+    *count = total;
+    CUZK_CATCH
+}
+
+// Σ scalar_i·points_i in G1 over all scalars of `source` (SRC_H: the n − 1
+// H coefficients; SRC_AUX: the aux assignment; SRC_PICKED: the last pick),
+// `npoints` equal to their number; points on the host.
+RustError cuzk_cuda_msm_g1(cuzk_cuda_ctx* ctx, int source,
+                           const affine_t* points, size_t npoints,
+                           point_t* out)
+{
+    return msm_from_source<bucket_t>(ctx, source, points, npoints, out);
+}
+
+// The same in G2.
+RustError cuzk_cuda_msm_g2(cuzk_cuda_ctx* ctx, int source,
+                           const affine_fp2_t* points, size_t npoints,
+                           point_fp2_t* out)
+{
+    return msm_from_source<bucket_fp2_t>(ctx, source, points, npoints, out);
+}
+
+} // extern "C"

@@ -1,0 +1,72 @@
+//! cuzk's own small kernels: the pointwise step of the H polynomial and the
+//! compaction of scalars by a density bitmap. Included by `cuzk_cuda.cu`
+//! after sppark's field types.
+
+#ifndef __CUZK_KERNELS_CUH__
+#define __CUZK_KERNELS_CUH__
+
+// a_i ← (a_i·b_i − c_i)·z_inv on the coset (z_inv = 1/(g^n − 1)).
+__global__ void h_pointwise(fr_t* a, const fr_t* b, const fr_t* c,
+                            fr_t z_inv, size_t n)
+{
+    size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += stride) {
+        fr_t x = a[i];
+        x *= b[i];
+        x -= c[i];
+        x *= z_inv;
+        a[i] = x;
+    }
+}
+
+// out[offsets[w] + j] = in[64·w + bit] for the j-th set bit of words[w].
+__global__ void compact_by_bitmap(fr_t* out, const fr_t* in,
+                                  const uint64_t* words,
+                                  const uint32_t* offsets, size_t nwords,
+                                  size_t nbits)
+{
+    size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t w = threadIdx.x + (size_t)blockIdx.x * blockDim.x; w < nwords;
+         w += stride) {
+        uint64_t bits = words[w];
+        size_t off = offsets[w];
+        while (bits) {
+            int b = __ffsll((long long)bits) - 1;
+            size_t i = w * 64 + b;
+            if (i >= nbits)
+                break;
+            out[off++] = in[i];
+            bits &= bits - 1;
+        }
+    }
+}
+
+static inline unsigned grid_for(const stream_t& s, size_t n, unsigned block)
+{
+    size_t want = (n + block - 1) / block;
+    size_t cap = (size_t)s.sm_count() * 16;
+    if (want > cap)
+        want = cap;
+    return want ? (unsigned)want : 1;
+}
+
+static void launch_h_pointwise(const stream_t& s, fr_t* a, const fr_t* b,
+                               const fr_t* c, const fr_t& z_inv, size_t n)
+{
+    const unsigned block = 256;
+    h_pointwise<<<grid_for(s, n, block), block, 0, s>>>(a, b, c, z_inv, n);
+    CUDA_OK(cudaGetLastError());
+}
+
+static void launch_compact(const stream_t& s, fr_t* out, const fr_t* in,
+                           const uint64_t* words, const uint32_t* offsets,
+                           size_t nwords, size_t nbits)
+{
+    const unsigned block = 256;
+    compact_by_bitmap<<<grid_for(s, nwords, block), block, 0, s>>>(
+        out, in, words, offsets, nwords, nbits);
+    CUDA_OK(cudaGetLastError());
+}
+
+#endif

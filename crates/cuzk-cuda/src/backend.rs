@@ -1,0 +1,311 @@
+//! [`CudaBackend`]: the [`ProverBackend`] over one CUDA device.
+//!
+//! Per partition: a, b, c are uploaded and turned into H coefficients on the
+//! device (then freed on the host and reported through `abc_freed`); the H,
+//! L, A-aux, B_G1-aux and B_G2-aux MSMs run on the GPU against host SRS
+//! points (uploaded per call: a resident SRS would hand device pointers to
+//! the same C functions); the input MSMs and MSMs below [`GPU_MIN_POINTS`]
+//! points run on the CPU. The device context
+//! (its buffers kept across calls) is one per device for the whole process,
+//! behind a Mutex: one partition at a time per device, however many
+//! backends share it.
+
+use blstrs::Scalar;
+use cuzk_prover::backend::{ProveStats, ProverBackend, ProverError, SrsRef};
+use cuzk_prover::proof::Proof;
+use cuzk_prover::synth::PartitionWitness;
+
+use crate::CudaError;
+
+/// MSMs with fewer points than this run on the CPU (launches cost more).
+pub const GPU_MIN_POINTS: usize = 1 << 10;
+
+/// Proves on one CUDA device.
+#[derive(Clone)]
+pub struct CudaBackend {
+    device: usize,
+    #[cfg(feature = "cuda")]
+    ctx: std::sync::Arc<std::sync::Mutex<crate::ffi::Ctx>>,
+}
+
+impl std::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaBackend")
+            .field("device", &self.device)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CudaBackend {
+    /// A backend on CUDA device `device` (0-based among usable devices).
+    pub fn new(device: usize) -> Result<CudaBackend, CudaError> {
+        #[cfg(feature = "cuda")]
+        {
+            let count = crate::ffi::device_count()?;
+            if device >= count {
+                return Err(CudaError::NoDevice { device, count });
+            }
+            Ok(CudaBackend {
+                device,
+                ctx: shared_ctx(device)?,
+            })
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = device;
+            Err(CudaError::NotBuilt)
+        }
+    }
+
+    /// Frees the device buffers kept between calls (a/b/c, aux, picked
+    /// scalars); the next call allocates them again. Waits for a running
+    /// call on this device to end.
+    pub fn release_buffers(&self) -> Result<(), CudaError> {
+        #[cfg(feature = "cuda")]
+        {
+            self.ctx.lock().unwrap_or_else(|p| p.into_inner()).trim()
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            Err(CudaError::NotBuilt)
+        }
+    }
+
+    /// The device index.
+    pub fn device(&self) -> usize {
+        self.device
+    }
+
+    /// The device's name as CUDA reports it.
+    pub fn device_name(&self) -> Result<String, CudaError> {
+        #[cfg(feature = "cuda")]
+        {
+            crate::ffi::device_name(self.device)
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            Err(CudaError::NotBuilt)
+        }
+    }
+}
+
+/// The one context of `device`, shared by every backend on it: sppark's
+/// streams and MSM counters are per device, so two calls must never run on
+/// one device at once.
+#[cfg(feature = "cuda")]
+fn shared_ctx(
+    device: usize,
+) -> Result<std::sync::Arc<std::sync::Mutex<crate::ffi::Ctx>>, CudaError> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Table = Mutex<HashMap<usize, Arc<Mutex<crate::ffi::Ctx>>>>;
+    static CONTEXTS: OnceLock<Table> = OnceLock::new();
+    let mut table = CONTEXTS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(ctx) = table.get(&device) {
+        return Ok(Arc::clone(ctx));
+    }
+    let ctx = Arc::new(Mutex::new(crate::ffi::Ctx::new(device)?));
+    table.insert(device, Arc::clone(&ctx));
+    Ok(ctx)
+}
+
+impl ProverBackend for CudaBackend {
+    fn name(&self) -> String {
+        format!("cuda:{}", self.device)
+    }
+
+    fn prove_with(
+        &self,
+        witnesses: &mut [PartitionWitness],
+        srs: &SrsRef<'_>,
+        r: &[Scalar],
+        s: &[Scalar],
+        abc_freed: &mut dyn FnMut(usize),
+    ) -> Result<(Vec<Proof>, ProveStats), ProverError> {
+        if r.len() != witnesses.len() || s.len() != witnesses.len() {
+            return Err(ProverError::Input(format!(
+                "{} witnesses but {} r and {} s values",
+                witnesses.len(),
+                r.len(),
+                s.len()
+            )));
+        }
+        #[cfg(feature = "cuda")]
+        {
+            gpu::prove(self, witnesses, srs, r, s, abc_freed)
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = (srs, abc_freed);
+            Err(CudaError::NotBuilt.into())
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+mod gpu {
+    use std::time::Instant;
+
+    use blstrs::{G1Affine, G1Projective, Scalar};
+    use cuzk_prover::backend::{check_srs, ProveStats, ProverError, SrsRef};
+    use cuzk_prover::density::Density;
+    use cuzk_prover::msm::{msm, G1, G2};
+    use cuzk_prover::proof::{assemble, MsmResults, Proof};
+    use cuzk_prover::synth::PartitionWitness;
+    use ff::{Field, PrimeField};
+    use group::Group;
+
+    use super::{CudaBackend, GPU_MIN_POINTS};
+    use crate::ffi::{Ctx, Source};
+    use crate::CudaError;
+
+    pub(super) fn prove(
+        backend: &CudaBackend,
+        witnesses: &mut [PartitionWitness],
+        srs: &SrsRef<'_>,
+        r: &[Scalar],
+        s: &[Scalar],
+        abc_freed: &mut dyn FnMut(usize),
+    ) -> Result<(Vec<Proof>, ProveStats), ProverError> {
+        // A poisoned lock only means another prove panicked: the context
+        // holds scratch buffers, rewritten by every call.
+        let mut ctx = backend.ctx.lock().unwrap_or_else(|p| p.into_inner());
+        let mut stats = ProveStats::default();
+        let mut proofs = Vec::with_capacity(witnesses.len());
+        for (i, ((w, r), s)) in witnesses.iter_mut().zip(r).zip(s).enumerate() {
+            let m = partition(&mut ctx, w, srs, &mut stats, &mut || abc_freed(i))?;
+            let t = Instant::now();
+            proofs.push(assemble(srs, &m, *r, *s)?);
+            stats.assembly += t.elapsed();
+        }
+        Ok((proofs, stats))
+    }
+
+    /// bellperson's domain for `len` evaluations: the next power of two
+    /// (1 for none).
+    fn domain(len: usize) -> Result<(usize, u32), ProverError> {
+        let n = len
+            .checked_next_power_of_two()
+            .filter(|n| n.trailing_zeros() <= Scalar::S)
+            .ok_or_else(|| {
+                ProverError::Input(format!("{len} constraints do not fit an NTT domain"))
+            })?;
+        Ok((n, n.trailing_zeros()))
+    }
+
+    /// 1/Z(g) = 1/(g^n − 1) on the coset of generator g = 7.
+    fn z_inverse(n: usize) -> Result<Scalar, ProverError> {
+        let z = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([n as u64]) - Scalar::ONE;
+        Option::from(z.invert()).ok_or_else(|| ProverError::Input("Z(g) is zero".into()))
+    }
+
+    fn partition(
+        ctx: &mut Ctx,
+        w: &mut PartitionWitness,
+        srs: &SrsRef<'_>,
+        stats: &mut ProveStats,
+        abc_freed: &mut dyn FnMut(),
+    ) -> Result<MsmResults, ProverError> {
+        let (n, lg_n) = domain(w.a.len())?;
+        check_srs(w, srs, n)?;
+        for d in [&w.a_aux_density, &w.b_aux_density] {
+            if d.len() != w.aux.len() {
+                return Err(ProverError::Input(format!(
+                    "density of {} bits for {} aux variables",
+                    d.len(),
+                    w.aux.len()
+                )));
+            }
+        }
+
+        let t = Instant::now();
+        ctx.h_prepare(&w.a, &w.b, &w.c, lg_n, &z_inverse(n)?)?;
+        w.a = Vec::new();
+        w.b = Vec::new();
+        w.c = Vec::new();
+        abc_freed();
+        stats.ntt += t.elapsed();
+
+        let t = Instant::now();
+        let h = if n > 1 {
+            ctx.msm_g1(Source::H, srs.h)?
+        } else {
+            G1Projective::identity()
+        };
+        stats.msm_h += t.elapsed();
+
+        let t = Instant::now();
+        ctx.upload_aux(&w.aux)?;
+        let l = if srs.l.len() < GPU_MIN_POINTS {
+            msm::<G1>(srs.l, &w.aux, None).0
+        } else {
+            ctx.msm_g1(Source::Aux, srs.l)?
+        };
+        stats.msm_l += t.elapsed();
+
+        let t = Instant::now();
+        let ni = w.input.len();
+        let (a_in, _) = msm::<G1>(&srs.a[..ni], &w.input, None);
+        let a_aux = pick_g1(ctx, &w.a_aux_density, &srs.a[ni..], &w.aux)?;
+        stats.msm_a += t.elapsed();
+
+        let t = Instant::now();
+        let bi = w.b_input_density.count();
+        let (b1_in, _) = msm::<G1>(&srs.b_g1[..bi], &w.input, Some(&w.b_input_density));
+        let b_on_gpu = srs.b_g1.len() - bi >= GPU_MIN_POINTS;
+        let b1_aux = if b_on_gpu {
+            picked(ctx, &w.b_aux_density, srs.b_g1.len() - bi)?;
+            ctx.msm_g1(Source::Picked, &srs.b_g1[bi..])?
+        } else {
+            msm::<G1>(&srs.b_g1[bi..], &w.aux, Some(&w.b_aux_density)).0
+        };
+        stats.msm_b_g1 += t.elapsed();
+
+        // B_G2 over the scalars picked for B_G1's aux part.
+        let t = Instant::now();
+        let (b2_in, _) = msm::<G2>(&srs.b_g2[..bi], &w.input, Some(&w.b_input_density));
+        let b2_aux = if b_on_gpu {
+            ctx.msm_g2(Source::Picked, &srs.b_g2[bi..])?
+        } else {
+            msm::<G2>(&srs.b_g2[bi..], &w.aux, Some(&w.b_aux_density)).0
+        };
+        stats.msm_b_g2 += t.elapsed();
+
+        Ok(MsmResults {
+            a: a_in + a_aux,
+            b_g1: b1_in + b1_aux,
+            b_g2: b2_in + b2_aux,
+            h,
+            l,
+        })
+    }
+
+    /// Σ over the aux variables set in `density` in G1: picked and summed
+    /// on the GPU, or on the CPU when small.
+    fn pick_g1(
+        ctx: &mut Ctx,
+        density: &Density,
+        points: &[G1Affine],
+        aux: &[Scalar],
+    ) -> Result<G1Projective, CudaError> {
+        if points.len() < GPU_MIN_POINTS {
+            return Ok(msm::<G1>(points, aux, Some(density)).0);
+        }
+        picked(ctx, density, points.len())?;
+        ctx.msm_g1(Source::Picked, points)
+    }
+
+    /// Makes the source [`Source::Picked`] hold the aux scalars of `density`.
+    fn picked(ctx: &mut Ctx, density: &Density, npoints: usize) -> Result<(), CudaError> {
+        let count = ctx.pick(density.words(), density.len())?;
+        if count != npoints {
+            return Err(CudaError::Input(format!(
+                "{count} variables in the density for {npoints} points"
+            )));
+        }
+        Ok(())
+    }
+}

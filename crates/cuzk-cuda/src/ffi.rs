@@ -1,0 +1,226 @@
+//! The `extern "C"` surface of `cuda/cuzk_cuda.cu` and a safe wrapper over
+//! one device context.
+//!
+//! Layouts: blstrs' `Scalar` is blst_fr and sppark's `fr_t` (32 bytes,
+//! Montgomery); `G1Affine` is blst_p1_affine and sppark's affine point
+//! (96 bytes); sppark's `jacobian_t<fp_t>` is blst_p1 (144 bytes), which
+//! `G1Projective` wraps; the same over Fp2 for G2 (192 and 288 bytes). Every C function returns sppark's error struct; a
+//! non-zero code becomes [`CudaError::Cuda`] with the C++ side's message.
+
+use std::ffi::{c_char, CStr};
+use std::ptr::NonNull;
+
+use blst::{blst_p1, blst_p2};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+
+use crate::CudaError;
+
+/// Opaque per-device context (device buffers kept across calls).
+#[repr(C)]
+pub(crate) struct RawCtx {
+    _private: [u8; 0],
+}
+
+extern "C" {
+    fn cuzk_cuda_device_count(out: *mut usize) -> sppark::Error;
+    fn cuzk_cuda_device_name(id: usize, buf: *mut c_char, len: usize) -> sppark::Error;
+    fn cuzk_cuda_ctx_new(id: usize, out: *mut *mut RawCtx) -> sppark::Error;
+    fn cuzk_cuda_ctx_free(ctx: *mut RawCtx);
+    fn cuzk_cuda_ctx_trim(ctx: *mut RawCtx) -> sppark::Error;
+    fn cuzk_cuda_h_prepare(
+        ctx: *mut RawCtx,
+        a: *const Scalar,
+        b: *const Scalar,
+        c: *const Scalar,
+        len: usize,
+        lg_n: u32,
+        z_inv: *const Scalar,
+    ) -> sppark::Error;
+    fn cuzk_cuda_upload_aux(ctx: *mut RawCtx, aux: *const Scalar, len: usize) -> sppark::Error;
+    fn cuzk_cuda_pick(
+        ctx: *mut RawCtx,
+        words: *const u64,
+        nbits: usize,
+        count: *mut usize,
+    ) -> sppark::Error;
+    fn cuzk_cuda_msm_g1(
+        ctx: *mut RawCtx,
+        source: i32,
+        points: *const G1Affine,
+        npoints: usize,
+        out: *mut blst_p1,
+    ) -> sppark::Error;
+    fn cuzk_cuda_msm_g2(
+        ctx: *mut RawCtx,
+        source: i32,
+        points: *const G2Affine,
+        npoints: usize,
+        out: *mut blst_p2,
+    ) -> sppark::Error;
+}
+
+fn check(e: sppark::Error) -> Result<(), CudaError> {
+    if e.code == 0 {
+        Ok(())
+    } else {
+        Err(CudaError::Cuda(String::from(&e)))
+    }
+}
+
+/// Where an MSM's scalars are on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// The n − 1 H coefficients of the last [`Ctx::h_prepare`].
+    H = 0,
+    /// The aux assignment of the last [`Ctx::upload_aux`].
+    Aux = 1,
+    /// The scalars of the last [`Ctx::pick`].
+    Picked = 2,
+}
+
+/// Number of usable CUDA devices (compute capability 7.0+, cooperative launch).
+pub(crate) fn device_count() -> Result<usize, CudaError> {
+    let mut n = 0usize;
+    // SAFETY: writes one usize.
+    check(unsafe { cuzk_cuda_device_count(&mut n) })?;
+    Ok(n)
+}
+
+/// The device's name as CUDA reports it.
+pub(crate) fn device_name(id: usize) -> Result<String, CudaError> {
+    let mut buf = [0 as c_char; 256];
+    // SAFETY: the C side writes at most `len` bytes, NUL-terminated.
+    check(unsafe { cuzk_cuda_device_name(id, buf.as_mut_ptr(), buf.len()) })?;
+    // SAFETY: NUL-terminated by the C side (and the buffer was zeroed).
+    Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned())
+}
+
+/// One device's context. Not thread-safe: the backend keeps it in a Mutex.
+pub(crate) struct Ctx {
+    raw: NonNull<RawCtx>,
+}
+
+// SAFETY: the context is only used through &mut (behind a Mutex); the CUDA
+// runtime allows use from any thread once the device is selected, which
+// every C function does first.
+unsafe impl Send for Ctx {}
+
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        // SAFETY: created by cuzk_cuda_ctx_new, freed once.
+        unsafe { cuzk_cuda_ctx_free(self.raw.as_ptr()) }
+    }
+}
+
+impl Ctx {
+    pub(crate) fn new(device: usize) -> Result<Ctx, CudaError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: writes one pointer.
+        check(unsafe { cuzk_cuda_ctx_new(device, &mut raw) })?;
+        NonNull::new(raw)
+            .map(|raw| Ctx { raw })
+            .ok_or_else(|| CudaError::Cuda("no context returned".into()))
+    }
+
+    /// Frees the device buffers (allocated again when next needed).
+    pub(crate) fn trim(&mut self) -> Result<(), CudaError> {
+        // SAFETY: a live context.
+        check(unsafe { cuzk_cuda_ctx_trim(self.raw.as_ptr()) })
+    }
+
+    /// Uploads a, b, c (same length ≤ 2^lg_n) and computes the H
+    /// coefficients on the device; the host vectors are free on return.
+    pub(crate) fn h_prepare(
+        &mut self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+        lg_n: u32,
+        z_inv: &Scalar,
+    ) -> Result<(), CudaError> {
+        if a.len() != b.len() || a.len() != c.len() {
+            return Err(CudaError::Input(format!(
+                "a, b, c have {}, {}, {} evaluations",
+                a.len(),
+                b.len(),
+                c.len()
+            )));
+        }
+        // SAFETY: the slices outlive the call; the C side reads len of each.
+        check(unsafe {
+            cuzk_cuda_h_prepare(
+                self.raw.as_ptr(),
+                a.as_ptr(),
+                b.as_ptr(),
+                c.as_ptr(),
+                a.len(),
+                lg_n,
+                z_inv,
+            )
+        })
+    }
+
+    /// Uploads the aux assignment (source [`Source::Aux`]).
+    pub(crate) fn upload_aux(&mut self, aux: &[Scalar]) -> Result<(), CudaError> {
+        // SAFETY: aux outlives the call.
+        check(unsafe { cuzk_cuda_upload_aux(self.raw.as_ptr(), aux.as_ptr(), aux.len()) })
+    }
+
+    /// Picks the aux scalars whose bit is set in `words` (`nbits` bits, the
+    /// aux length), in order, as source [`Source::Picked`]; returns how many.
+    pub(crate) fn pick(&mut self, words: &[u64], nbits: usize) -> Result<usize, CudaError> {
+        if words.len() < nbits.div_ceil(64) {
+            return Err(CudaError::Input(
+                "density bitmap shorter than its length".into(),
+            ));
+        }
+        let mut count = 0usize;
+        // SAFETY: words holds nbits bits; count is written once.
+        check(unsafe { cuzk_cuda_pick(self.raw.as_ptr(), words.as_ptr(), nbits, &mut count) })?;
+        Ok(count)
+    }
+
+    /// Σ scalar_i·points_i in G1 over all scalars of `source`.
+    pub(crate) fn msm_g1(
+        &mut self,
+        source: Source,
+        points: &[G1Affine],
+    ) -> Result<G1Projective, CudaError> {
+        let mut out = blst_p1::default();
+        // SAFETY: points outlive the call; out is written once.
+        check(unsafe {
+            cuzk_cuda_msm_g1(
+                self.raw.as_ptr(),
+                source as i32,
+                points.as_ptr(),
+                points.len(),
+                &mut out,
+            )
+        })?;
+        // SAFETY: G1Projective is #[repr(transparent)] over blst_p1.
+        Ok(unsafe { std::mem::transmute::<blst_p1, G1Projective>(out) })
+    }
+
+    /// Σ scalar_i·points_i in G2 over all scalars of `source`.
+    pub(crate) fn msm_g2(
+        &mut self,
+        source: Source,
+        points: &[G2Affine],
+    ) -> Result<G2Projective, CudaError> {
+        let mut out = blst_p2::default();
+        // SAFETY: points outlive the call; out is written once.
+        check(unsafe {
+            cuzk_cuda_msm_g2(
+                self.raw.as_ptr(),
+                source as i32,
+                points.as_ptr(),
+                points.len(),
+                &mut out,
+            )
+        })?;
+        // SAFETY: G2Projective is #[repr(transparent)] over blst_p2.
+        Ok(unsafe { std::mem::transmute::<blst_p2, G2Projective>(out) })
+    }
+}

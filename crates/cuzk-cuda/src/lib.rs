@@ -1,0 +1,102 @@
+//! cuzk-cuda: a CUDA [`ProverBackend`](cuzk_prover::ProverBackend) built on
+//! sppark, whose proofs are byte-identical to the CPU backend's.
+//!
+//! Per partition the GPU computes the H polynomial (sppark's NTT plus our
+//! pointwise kernel, with bellperson's domain, coset generator 7 and Z⁻¹)
+//! and the H, L, A, B_G1 and B_G2 MSMs over the aux variables (sppark's
+//! Pippenger, in G1 and G2; A/B scalars are picked on the GPU by the density
+//! bitmaps). The tiny input MSMs run on the CPU with `cuzk_prover::msm`; the
+//! proof is assembled by `cuzk_prover::proof::assemble`.
+//!
+//! Without the `cuda` feature no CUDA code is built and
+//! [`CudaBackend::new`] returns [`CudaError::NotBuilt`].
+
+mod backend;
+#[cfg(feature = "cuda")]
+mod ffi;
+
+pub use backend::{CudaBackend, GPU_MIN_POINTS};
+
+/// Why the CUDA backend could not start or prove.
+#[derive(Debug, thiserror::Error)]
+pub enum CudaError {
+    #[error("cuzk was built without the `cuda` feature")]
+    NotBuilt,
+    #[error("CUDA device {device} does not exist ({count} usable devices)")]
+    NoDevice { device: usize, count: usize },
+    #[error("cuda: {0}")]
+    Cuda(String),
+    #[error("cuda: invalid input: {0}")]
+    Input(String),
+}
+
+impl From<CudaError> for cuzk_prover::ProverError {
+    fn from(e: CudaError) -> Self {
+        match e {
+            CudaError::Input(m) => cuzk_prover::ProverError::Input(m),
+            CudaError::Cuda(m) => cuzk_prover::ProverError::Backend(format!("cuda: {m}")),
+            other => cuzk_prover::ProverError::Backend(other.to_string()),
+        }
+    }
+}
+
+/// Number of usable CUDA devices; 0 without the `cuda` feature.
+pub fn device_count() -> Result<usize, CudaError> {
+    #[cfg(feature = "cuda")]
+    {
+        ffi::device_count()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        Ok(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use blstrs::Scalar;
+    use ff::PrimeField;
+
+    /// sppark's NTT uses the 2^32-th root of unity and the coset generator
+    /// of its `ntt/parameters/bls12_381.h` (Montgomery limbs copied here);
+    /// the H polynomial is bellperson's only if they are blstrs'.
+    #[test]
+    fn sppark_ntt_constants_are_bellpersons() {
+        let mont = |l: [u64; 4]| -> Scalar {
+            // SAFETY: Scalar is #[repr(transparent)] over blst_fr, 4 u64
+            // limbs in Montgomery form, the layout of sppark's fr_t.
+            unsafe { std::mem::transmute::<[u64; 4], Scalar>(l) }
+        };
+        let root = mont([
+            0xb9b58d8c5f0e466a,
+            0x5b1b4c801819d7ec,
+            0x0af53ae352a31e64,
+            0x5bf3adda19e9b27b,
+        ]);
+        let gen = mont([
+            0x0000000efffffff1,
+            0x17e363d300189c0f,
+            0xff9c57876f8457b0,
+            0x351332208fc5a8c4,
+        ]);
+        assert_eq!(
+            root,
+            Scalar::ROOT_OF_UNITY,
+            "sppark's 2^32-th root of unity"
+        );
+        assert_eq!(
+            gen,
+            Scalar::MULTIPLICATIVE_GENERATOR,
+            "sppark's coset generator"
+        );
+        assert_eq!(gen, Scalar::from(7u64));
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    #[test]
+    fn without_the_feature_the_backend_says_so() {
+        let e = crate::CudaBackend::new(0).expect_err("no CUDA code is built");
+        assert_eq!(e.to_string(), "cuzk was built without the `cuda` feature");
+        assert_eq!(crate::device_count().ok(), Some(0));
+    }
+}

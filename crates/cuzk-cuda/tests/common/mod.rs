@@ -1,0 +1,100 @@
+//! Shared by the GPU tests: the device (or a loud skip when none exists)
+//! and the CPU-vs-GPU comparison of one batch of witnesses.
+
+use std::time::Duration;
+
+use blstrs::Scalar;
+use cuzk_cuda::CudaBackend;
+use cuzk_prover::backend::{ProveStats, ProverBackend, SrsRef};
+use cuzk_prover::synth::PartitionWitness;
+use cuzk_prover::CpuBackend;
+
+/// Device 0, or `None` (with a loud message) when the machine has no usable
+/// CUDA device. Any other failure fails the test.
+pub fn gpu() -> Option<CudaBackend> {
+    let count = cuzk_cuda::device_count().unwrap_or_else(|e| panic!("counting CUDA devices: {e}"));
+    if count == 0 {
+        eprintln!("\n!!!!!!!! SKIPPED: no CUDA device on this machine: this GPU test proved NOTHING !!!!!!!!\n");
+        return None;
+    }
+    let backend = CudaBackend::new(0).unwrap_or_else(|e| panic!("CUDA device 0: {e}"));
+    eprintln!(
+        "proving on {} ({})",
+        backend.name(),
+        backend.device_name().unwrap_or_else(|e| e.to_string())
+    );
+    Some(backend)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+pub fn print_stats(label: &str, st: &ProveStats, wall: Duration) {
+    eprintln!(
+        "{label}: wall {:.1} ms | ntt {:.1} h {:.1} l {:.1} a {:.1} b_g1 {:.1} b_g2 {:.1} assembly {:.1} (ms)",
+        ms(wall),
+        ms(st.ntt),
+        ms(st.msm_h),
+        ms(st.msm_l),
+        ms(st.msm_a),
+        ms(st.msm_b_g1),
+        ms(st.msm_b_g2),
+        ms(st.assembly)
+    );
+}
+
+/// Proves `witnesses` on the CPU and on `gpu` with the same r and s and
+/// asserts equal proof bytes; returns the GPU proofs' bytes.
+pub fn compare(
+    label: &str,
+    gpu: &CudaBackend,
+    witnesses: Vec<PartitionWitness>,
+    srs: &SrsRef<'_>,
+    r: &[Scalar],
+    s: &[Scalar],
+) -> Vec<[u8; 192]> {
+    let mut cpu_w = witnesses.clone();
+    let mut gpu_w = witnesses;
+    let t = std::time::Instant::now();
+    let (cpu_proofs, cpu_stats) = CpuBackend.prove(&mut cpu_w, srs, r, s).expect("CPU proof");
+    print_stats(&format!("{label} cpu"), &cpu_stats, t.elapsed());
+
+    let mut freed = Vec::new();
+    let t = std::time::Instant::now();
+    let (gpu_proofs, gpu_stats) = gpu
+        .prove_with(&mut gpu_w, srs, r, s, &mut |i| freed.push(i))
+        .unwrap_or_else(|e| panic!("{label}: GPU proof: {e}"));
+    print_stats(&format!("{label} gpu"), &gpu_stats, t.elapsed());
+    assert_eq!(
+        freed,
+        (0..gpu_w.len()).collect::<Vec<_>>(),
+        "abc_freed once per witness, in order"
+    );
+    assert!(
+        gpu_w
+            .iter()
+            .all(|w| w.a.is_empty() && w.b.is_empty() && w.c.is_empty()),
+        "a/b/c consumed"
+    );
+
+    assert_eq!(cpu_proofs.len(), gpu_proofs.len());
+    let mut out = Vec::new();
+    for (i, (c, g)) in cpu_proofs.iter().zip(&gpu_proofs).enumerate() {
+        assert_eq!(
+            hex(&c.to_bytes()),
+            hex(&g.to_bytes()),
+            "{label}: partition {i}: GPU proof bytes differ from the CPU backend's"
+        );
+        out.push(g.to_bytes());
+    }
+    eprintln!(
+        "{label}: {} GPU proof(s) byte-identical to the CPU backend's",
+        out.len()
+    );
+    out
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}

@@ -1,0 +1,154 @@
+//! GPU proofs of synthetic circuits (2^16 and 2^20 constraints) are
+//! byte-identical to the CPU backend's with the same r and s.
+//!
+//! Needs a CUDA device (skipped, loudly, without one):
+//! `cargo test --release -p cuzk-cuda --features cuda --test gpu_synthetic -- --nocapture`
+//! (build with `eval "$(scripts/install-cuda-toolchain.sh | grep ^export)"`
+//! on a machine without the CUDA toolkit; see crates/cuzk-cuda/README.md).
+#![cfg(feature = "cuda")]
+
+mod common;
+
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::Scalar;
+use cuzk_cuda::{CudaBackend, CudaError};
+use cuzk_prover::backend::{ProverBackend, ProverError};
+use cuzk_prover::synthesize;
+use ff::{Field, PrimeField};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// x_{i+1} = x_i² + i for `steps` steps, x_0 and the last value public,
+/// plus a boolean side variable per step (0/1 scalars, B density).
+#[derive(Clone)]
+struct Chain {
+    x: Option<Scalar>,
+    steps: usize,
+}
+
+impl Circuit<Scalar> for Chain {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut val = self.x;
+        let mut cur = cs.alloc_input(|| "x0", || val.ok_or(SynthesisError::AssignmentMissing))?;
+        for i in 0..self.steps {
+            let next_val = val.map(|v| v.square() + Scalar::from(i as u64));
+            let next = cs.alloc(
+                || format!("x{}", i + 1),
+                || next_val.ok_or(SynthesisError::AssignmentMissing),
+            )?;
+            cs.enforce(
+                || format!("step {i}"),
+                |lc| lc + cur,
+                |lc| lc + cur,
+                |lc| lc + next - (Scalar::from(i as u64), CS::one()),
+            );
+            let bit = val.map(|v| {
+                if v.is_odd().into() {
+                    Scalar::ONE
+                } else {
+                    Scalar::ZERO
+                }
+            });
+            let b = cs.alloc(
+                || format!("b{i}"),
+                || bit.ok_or(SynthesisError::AssignmentMissing),
+            )?;
+            cs.enforce(
+                || format!("bool {i}"),
+                |lc| lc + b,
+                |lc| lc + CS::one() - b,
+                |lc| lc,
+            );
+            cur = next;
+            val = next_val;
+        }
+        let out = cs.alloc_input(|| "out", || val.ok_or(SynthesisError::AssignmentMissing))?;
+        cs.enforce(|| "out", |lc| lc + cur, |lc| lc + CS::one(), |lc| lc + out);
+        Ok(())
+    }
+}
+
+/// `count` partitions of a chain just under 2^log constraints.
+fn check(gpu: &CudaBackend, log: u32, count: usize) {
+    let steps = (1usize << (log - 1)) - 4;
+    let mut rng = ChaCha8Rng::seed_from_u64(u64::from(log));
+    let t = std::time::Instant::now();
+    let (srs, _) = cuzk_setup::generate(Chain { x: None, steps }, &mut rng).expect("parameters");
+    eprintln!("2^{log}: parameters in {:.1} s", t.elapsed().as_secs_f64());
+    let witnesses: Vec<_> = (0..count)
+        .map(|_| {
+            synthesize(Chain {
+                x: Some(Scalar::random(&mut rng)),
+                steps,
+            })
+            .expect("synthesis")
+            .witness
+        })
+        .collect();
+    let n = witnesses[0].num_constraints();
+    assert!(n > 1 << (log - 1) && n <= 1 << log, "{n} constraints");
+    let r: Vec<Scalar> = (0..count).map(|_| Scalar::random(&mut rng)).collect();
+    let s: Vec<Scalar> = (0..count).map(|_| Scalar::random(&mut rng)).collect();
+    let label = format!("2^{log} x{count}");
+    let expected = common::compare(&label, gpu, witnesses.clone(), &srs.as_srs_ref(), &r, &s);
+    // Again on the warm context (device buffers already allocated).
+    let mut again = witnesses;
+    let t = std::time::Instant::now();
+    let (proofs, stats) = gpu
+        .prove(&mut again, &srs.as_srs_ref(), &r, &s)
+        .expect("second GPU proof");
+    common::print_stats(&format!("{label} gpu again"), &stats, t.elapsed());
+    let bytes: Vec<_> = proofs.iter().map(|p| p.to_bytes()).collect();
+    assert!(bytes == expected, "{label}: the second GPU proof differs");
+}
+
+#[test]
+fn synthetic_circuits_equal_cpu_proofs() {
+    let Some(gpu) = common::gpu() else { return };
+    check(&gpu, 16, 2);
+    // Freed buffers are allocated again; a second backend on the same
+    // device shares the context.
+    gpu.release_buffers().expect("freeing the device buffers");
+    let other = CudaBackend::new(0).expect("a second backend on device 0");
+    check(&other, 16, 1);
+    check(&gpu, 20, 1);
+}
+
+/// A larger size, for timings: `-- --ignored synthetic_2_pow_24`.
+#[test]
+#[ignore = "large: about 2 minutes on 16 cores"]
+fn synthetic_2_pow_24() {
+    let Some(gpu) = common::gpu() else { return };
+    check(&gpu, 24, 1);
+}
+
+#[test]
+fn a_missing_device_and_a_wrong_srs_are_errors() {
+    let Some(gpu) = common::gpu() else { return };
+    match CudaBackend::new(4096) {
+        Err(CudaError::NoDevice { device: 4096, .. }) => {}
+        other => panic!("expected NoDevice, got {other:?}"),
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let (srs, _) = cuzk_setup::generate(
+        Chain {
+            x: None,
+            steps: 600,
+        },
+        &mut rng,
+    )
+    .expect("parameters");
+    let mut w = vec![
+        synthesize(Chain {
+            x: Some(Scalar::ONE),
+            steps: 700,
+        })
+        .expect("synthesis")
+        .witness,
+    ];
+    match gpu.prove(&mut w, &srs.as_srs_ref(), &[Scalar::ONE], &[Scalar::ONE]) {
+        Err(ProverError::Srs(m)) => eprintln!("refused as expected: {m}"),
+        Err(e) => panic!("expected an SRS error, got {e}"),
+        Ok(_) => panic!("a proof with the wrong SRS"),
+    }
+}
