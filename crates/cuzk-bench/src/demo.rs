@@ -1,5 +1,6 @@
 //! The end-to-end demo: fixtures, an in-process daemon on the default
-//! (embedded) configuration with the CPU prover, one proof of each kind
+//! (embedded) configuration (the CPU prover, or CUDA when built with it and
+//! a GPU is present), one proof of each kind
 //! through gRPC, each verified again on the client side.
 
 use std::path::Path;
@@ -22,7 +23,10 @@ pub async fn run(dir: &Path) -> Result<bool> {
     config.params.cache_dir = Some(fixtures.params_dir());
     let daemon = Daemon::start(config).await?;
     let addr = daemon.client_address();
-    eprintln!("daemon listening on {addr} (CPU prover, 1 worker)");
+    eprintln!(
+        "daemon listening on {addr} (prover backends: {})",
+        daemon.engine().status().backends.join(", ")
+    );
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(daemon.serve(async {
         let _ = stop_rx.await;

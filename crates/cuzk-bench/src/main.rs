@@ -146,6 +146,9 @@ enum Command {
         /// Print one line per job, in answer order, before the summary.
         #[arg(long)]
         verbose: bool,
+        /// Prover backend of the in-process daemon: auto, cpu or cuda.
+        #[arg(long, value_parser = parse_backend, default_value = "auto")]
+        backend: cuzk_core::config::BackendChoice,
         #[command(flatten)]
         fixtures: FixtureDir,
     },
@@ -207,6 +210,16 @@ fn parse_kind(s: &str) -> Result<ProofKind, String> {
     })
 }
 
+fn parse_backend(s: &str) -> Result<cuzk_core::config::BackendChoice, String> {
+    use cuzk_core::config::BackendChoice;
+    match s.to_ascii_lowercase().as_str() {
+        "auto" => Ok(BackendChoice::Auto),
+        "cpu" => Ok(BackendChoice::Cpu),
+        "cuda" => Ok(BackendChoice::Cuda),
+        _ => Err(format!("unknown backend {s:?}: use auto, cpu or cuda")),
+    }
+}
+
 fn parse_priority(s: &str) -> Result<i32, String> {
     match s.to_ascii_lowercase().as_str() {
         "low" => Ok(1),
@@ -266,6 +279,7 @@ fn main() -> Result<()> {
             seed,
             timeout_secs,
             verbose,
+            backend,
             fixtures,
         } => {
             let ok = runtime.block_on(stress::run(stress::Options {
@@ -277,6 +291,7 @@ fn main() -> Result<()> {
                 fixtures: fixtures.dir(),
                 timeout: std::time::Duration::from_secs(timeout_secs),
                 verbose,
+                backend,
             }))?;
             if !ok {
                 std::process::exit(1);

@@ -62,6 +62,8 @@ pub struct Options {
     pub timeout: Duration,
     /// Print one line per job (in answer order) before the summary.
     pub verbose: bool,
+    /// The in-process daemon's `gpus.backend`.
+    pub backend: cuzk_core::config::BackendChoice,
 }
 
 /// One planned request.
@@ -174,8 +176,10 @@ pub async fn run(opts: Options) -> Result<bool> {
             let mut config = Config::default();
             config.daemon.listen = "127.0.0.1:0".into();
             config.params.cache_dir = Some(fixtures.params_dir());
+            config.gpus.backend = opts.backend;
             let daemon = Daemon::start(config).await?;
             let addr = daemon.client_address();
+            eprintln!("prover backends: {}", daemon.engine().status().backends.join(", "));
             let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
             let server = tokio::spawn(daemon.serve(async {
                 let _ = stop_rx.await;

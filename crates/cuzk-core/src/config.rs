@@ -24,6 +24,30 @@ pub struct Config {
     pub memory: MemoryConfig,
     pub srs: SrsConfig,
     pub params: ParamsConfig,
+    pub gpus: GpusConfig,
+}
+
+/// Which prover backend the daemon uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    /// CUDA on the configured devices when this build has CUDA and a device
+    /// exists; the CPU otherwise.
+    #[default]
+    Auto,
+    Cpu,
+    /// CUDA, or refuse to start.
+    Cuda,
+}
+
+/// `[gpus]`: the accelerators.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GpusConfig {
+    /// `"auto"`, `"cpu"` or `"cuda"`.
+    pub backend: BackendChoice,
+    /// CUDA device ordinals to use; empty: every usable device.
+    pub devices: Vec<usize>,
 }
 
 /// `[daemon]`: where and how the daemon serves.

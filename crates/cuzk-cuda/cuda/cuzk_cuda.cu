@@ -192,6 +192,16 @@ RustError cuzk_cuda_device_name(size_t id, char* buf, size_t len)
     CUZK_CATCH
 }
 
+RustError cuzk_cuda_mem_info(size_t id, size_t* free_bytes, size_t* total_bytes)
+{
+    CUZK_TRY
+    if (id >= ngpus())
+        return bad_arg("no such CUDA device");
+    select_gpu((int)id);
+    CUDA_OK(cudaMemGetInfo(free_bytes, total_bytes));
+    CUZK_CATCH
+}
+
 RustError cuzk_cuda_ctx_new(size_t id, cuzk_cuda_ctx** out)
 {
     CUZK_TRY

@@ -89,6 +89,20 @@ impl CudaBackend {
     }
 }
 
+impl CudaBackend {
+    /// Free and total VRAM of the device, in bytes.
+    pub fn memory(&self) -> Result<(u64, u64), CudaError> {
+        #[cfg(feature = "cuda")]
+        {
+            crate::ffi::mem_info(self.device)
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            Err(CudaError::NotBuilt)
+        }
+    }
+}
+
 /// The one context of `device`, shared by every backend on it: sppark's
 /// streams and MSM counters are per device, so two calls must never run on
 /// one device at once.
@@ -115,6 +129,16 @@ fn shared_ctx(
 impl ProverBackend for CudaBackend {
     fn name(&self) -> String {
         format!("cuda:{}", self.device)
+    }
+
+    fn device(&self) -> Option<cuzk_prover::DeviceInfo> {
+        let (memory_free, memory_total) = self.memory().unwrap_or((0, 0));
+        Some(cuzk_prover::DeviceInfo {
+            ordinal: self.device as u32,
+            name: self.device_name().unwrap_or_else(|e| format!("unknown ({e})")),
+            memory_total,
+            memory_free,
+        })
     }
 
     fn prove_with(

@@ -24,6 +24,7 @@ pub(crate) struct RawCtx {
 extern "C" {
     fn cuzk_cuda_device_count(out: *mut usize) -> sppark::Error;
     fn cuzk_cuda_device_name(id: usize, buf: *mut c_char, len: usize) -> sppark::Error;
+    fn cuzk_cuda_mem_info(id: usize, free: *mut usize, total: *mut usize) -> sppark::Error;
     fn cuzk_cuda_ctx_new(id: usize, out: *mut *mut RawCtx) -> sppark::Error;
     fn cuzk_cuda_ctx_free(ctx: *mut RawCtx);
     fn cuzk_cuda_ctx_trim(ctx: *mut RawCtx) -> sppark::Error;
@@ -95,6 +96,14 @@ pub(crate) fn device_name(id: usize) -> Result<String, CudaError> {
     Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
         .to_string_lossy()
         .into_owned())
+}
+
+/// Free and total device memory, as `cudaMemGetInfo` reports them.
+pub(crate) fn mem_info(id: usize) -> Result<(u64, u64), CudaError> {
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: writes two usizes.
+    check(unsafe { cuzk_cuda_mem_info(id, &mut free, &mut total) })?;
+    Ok((free as u64, total as u64))
 }
 
 /// One device's context. Not thread-safe: the backend keeps it in a Mutex.

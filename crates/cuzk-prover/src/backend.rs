@@ -101,10 +101,25 @@ impl ProveStats {
     }
 }
 
+/// What a backend's device reports about itself, for status.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The device's index (e.g. the CUDA ordinal).
+    pub ordinal: u32,
+    pub name: String,
+    pub memory_total: u64,
+    pub memory_free: u64,
+}
+
 /// Turns partition witnesses into Groth16 proofs.
 pub trait ProverBackend: Send + Sync {
     /// A short name (`cpu`, `cuda:0`).
     fn name(&self) -> String;
+
+    /// The accelerator it drives, if any (`None`: the CPU).
+    fn device(&self) -> Option<DeviceInfo> {
+        None
+    }
 
     /// Proves a batch of partitions of one circuit with randomisers
     /// `r[i]`, `s[i]` for witness `i`. The a/b/c vectors of each witness are

@@ -17,7 +17,7 @@ pub mod proof;
 pub mod srs;
 pub mod synth;
 
-pub use backend::{ProveStats, ProverBackend, ProverError, SrsRef};
+pub use backend::{DeviceInfo, ProveStats, ProverBackend, ProverError, SrsRef};
 pub use cpu::CpuBackend;
 pub use density::Density;
 pub use proof::{Proof, PROOF_BYTES};

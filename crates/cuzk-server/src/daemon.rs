@@ -7,7 +7,6 @@ use std::sync::Arc;
 use cuzk_core::budget::MemoryBudget;
 use cuzk_core::srs_manager::ParamsLoader;
 use cuzk_core::{Config, Engine, EngineParts, FilecoinProofs, SrsManager};
-use cuzk_prover::CpuBackend;
 use cuzk_proto::ProvingEngineServer;
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tracing::{info, warn};
@@ -32,6 +31,8 @@ pub enum DaemonError {
     Params(#[from] cuzk_core::params::ParameterCacheConflict),
     #[error(transparent)]
     Config(#[from] cuzk_core::config::ConfigError),
+    #[error("gpus.backend: {0}")]
+    Backend(String),
     #[error("daemon.status_listen: {0}")]
     Status(String),
     #[error("gRPC server failed: {0}")]
@@ -49,7 +50,8 @@ pub struct Daemon {
 
 impl Daemon {
     /// Fixes the parameter cache, starts the engine (Filecoin circuits, the
-    /// CPU backend, the memory budget and SRS manager of the config) and
+    /// prover backends of `[gpus]`, the memory budget and SRS manager of the
+    /// config) and
     /// binds the listen address.
     pub async fn start(config: Config) -> Result<Daemon, DaemonError> {
         let budget = MemoryBudget::new(config.memory.resolve()?);
@@ -57,7 +59,7 @@ impl Daemon {
         let srs = SrsManager::new(Arc::new(loader), budget.clone(), config.srs.eviction_min_idle);
         let parts = EngineParts {
             system: Arc::new(FilecoinProofs),
-            backend: Arc::new(CpuBackend),
+            backends: crate::backends::from_config(&config.gpus).map_err(DaemonError::Backend)?,
             srs,
             budget,
         };

@@ -15,13 +15,25 @@ use tracing::warn;
 #[derive(Debug, Serialize)]
 pub struct StatusJson {
     pub uptime_seconds: u64,
-    pub backend: String,
+    /// One per device: `cpu`, or `cuda:<n>`.
+    pub backends: Vec<String>,
+    pub devices: Vec<DeviceJson>,
     pub jobs: JobsJson,
     pub queues: Vec<QueueJson>,
     pub partitions: PartitionsJson,
     pub workers: WorkersJson,
     pub budget: BudgetJson,
     pub srs: Vec<SrsJson>,
+}
+
+/// An accelerator, as its backend reports it.
+#[derive(Debug, Serialize)]
+pub struct DeviceJson {
+    pub backend: String,
+    pub ordinal: u32,
+    pub name: String,
+    pub memory_total_bytes: u64,
+    pub memory_free_bytes: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -50,6 +62,9 @@ pub struct PartitionsJson {
 
 #[derive(Debug, Serialize)]
 pub struct TaskJson {
+    /// The backend (prover workers only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
     pub job_id: String,
     pub kind: String,
     pub partition: usize,
@@ -80,6 +95,7 @@ pub struct SrsJson {
 
 fn task(t: &Option<WorkerTask>) -> Option<TaskJson> {
     t.as_ref().map(|t| TaskJson {
+        backend: None,
         job_id: t.job_id.clone(),
         kind: t.kind.as_str().to_string(),
         partition: t.partition,
@@ -90,7 +106,21 @@ impl From<&EngineStatus> for StatusJson {
     fn from(s: &EngineStatus) -> StatusJson {
         StatusJson {
             uptime_seconds: s.uptime.as_secs(),
-            backend: s.backend.clone(),
+            backends: s.backends.clone(),
+            devices: s
+                .devices
+                .iter()
+                .zip(&s.backends)
+                .filter_map(|(d, b)| {
+                    d.as_ref().map(|d| DeviceJson {
+                        backend: b.clone(),
+                        ordinal: d.ordinal,
+                        name: d.name.clone(),
+                        memory_total_bytes: d.memory_total,
+                        memory_free_bytes: d.memory_free,
+                    })
+                })
+                .collect(),
             jobs: JobsJson {
                 completed: s.completed,
                 failed: s.failed,
@@ -114,7 +144,17 @@ impl From<&EngineStatus> for StatusJson {
             },
             workers: WorkersJson {
                 synthesis: s.synthesis_workers.iter().map(task).collect(),
-                prove: s.prover_workers.iter().map(task).collect(),
+                prove: s
+                    .prover_workers
+                    .iter()
+                    .zip(&s.prover_devices)
+                    .map(|(t, d)| {
+                        task(t).map(|mut t| {
+                            t.backend = s.backends.get(*d).cloned();
+                            t
+                        })
+                    })
+                    .collect(),
             },
             budget: BudgetJson {
                 used_bytes: s.budget_used,

@@ -7,6 +7,7 @@
 //! `cuzk-daemon` binary and for in-process use, [`http`] serves `/status`
 //! and `/metrics`, and [`client`] connects clients to it.
 
+pub mod backends;
 pub mod client;
 pub mod convert;
 pub mod daemon;

@@ -100,8 +100,29 @@ impl ProvingEngine for ProvingService {
     ) -> Result<Response<GetStatusResponse>, Status> {
         let s = self.engine.status();
         Ok(Response::new(GetStatusResponse {
-            // The CPU backend has no GPU.
-            gpus: Vec::new(),
+            // One entry per accelerator (none for the CPU backend), with
+            // the partition its first busy worker proves.
+            gpus: s
+                .devices
+                .iter()
+                .enumerate()
+                .filter_map(|(d, info)| {
+                    let info = info.as_ref()?;
+                    let task = s
+                        .prover_workers
+                        .iter()
+                        .zip(&s.prover_devices)
+                        .find_map(|(t, w)| if *w == d { t.as_ref() } else { None });
+                    Some(cuzk_proto::v1::GpuStatus {
+                        ordinal: info.ordinal,
+                        name: info.name.clone(),
+                        vram_total_bytes: info.memory_total,
+                        vram_free_bytes: info.memory_free,
+                        current_job_id: task.map(|t| t.job_id.clone()).unwrap_or_default(),
+                        current_proof_kind: task.map(|t| t.kind.as_str().to_string()).unwrap_or_default(),
+                    })
+                })
+                .collect(),
             loaded_srs: s
                 .srs
                 .iter()

@@ -50,7 +50,9 @@ pub trait ProofSystem: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct EngineParts {
     pub system: Arc<dyn ProofSystem>,
-    pub backend: Arc<dyn ProverBackend>,
+    /// One backend per device (the CPU backend is one device); each gets
+    /// `engine.gpu_workers_per_device` prover workers.
+    pub backends: Vec<Arc<dyn ProverBackend>>,
     pub srs: Arc<SrsManager>,
     pub budget: Arc<MemoryBudget>,
 }
@@ -160,6 +162,8 @@ pub(crate) struct Inner {
     /// The first of `State::mem_waiters`, readable without the state lock
     /// (a leaf lock: nothing is taken while holding it).
     mem_head: Mutex<Option<PartKey>>,
+    /// The device (index into `parts.backends`) of each prover worker.
+    worker_device: Vec<usize>,
 }
 
 impl Inner {
@@ -181,7 +185,12 @@ pub struct QueueStatus {
 /// A snapshot of the engine for status reports.
 #[derive(Clone, Debug)]
 pub struct EngineStatus {
-    pub backend: String,
+    /// Backend names, one per device (`cpu`, `cuda:0`, ...).
+    pub backends: Vec<String>,
+    /// The device (index into `backends`) of each prover worker.
+    pub prover_devices: Vec<usize>,
+    /// What each backend's accelerator reports (`None`: the CPU).
+    pub devices: Vec<Option<cuzk_prover::DeviceInfo>>,
     pub queues: Vec<QueueStatus>,
     pub synthesis_workers: Vec<Option<WorkerTask>>,
     pub prover_workers: Vec<Option<WorkerTask>>,
@@ -207,10 +216,18 @@ pub struct Engine {
 
 impl Engine {
     /// Starts `config.partition_workers` synthesis workers and
-    /// `config.gpu_workers_per_device` prover workers on the backend.
+    /// `config.gpu_workers_per_device` prover workers on each backend.
+    ///
+    /// # Panics
+    /// If `parts.backends` is empty.
     pub fn start(config: EngineConfig, parts: EngineParts) -> Engine {
+        assert!(!parts.backends.is_empty(), "an engine needs at least one prover backend");
         let synth_workers = config.partition_workers.max(1);
-        let prove_workers = config.gpu_workers_per_device.max(1);
+        let per_device = config.gpu_workers_per_device.max(1);
+        let worker_device: Vec<usize> = (0..parts.backends.len())
+            .flat_map(|d| std::iter::repeat_n(d, per_device))
+            .collect();
+        let prove_workers = worker_device.len();
         let inner = Arc::new(Inner {
             config,
             parts,
@@ -233,13 +250,14 @@ impl Engine {
             metrics: Metrics::new(),
             started: Instant::now(),
             mem_head: Mutex::new(None),
+            worker_device,
         });
         inner.metrics.budget(inner.parts.budget.used(), inner.parts.budget.limit());
         workers::spawn(&inner, synth_workers, prove_workers);
         info!(
             synth_workers,
             prove_workers,
-            backend = %inner.parts.backend.name(),
+            backends = ?inner.parts.backends.iter().map(|b| b.name()).collect::<Vec<_>>(),
             budget = inner.parts.budget.limit(),
             "engine started"
         );
@@ -428,7 +446,9 @@ impl Engine {
         // The SRS table may read file headers: not under the state lock.
         drop(st);
         EngineStatus {
-            backend: self.inner.parts.backend.name(),
+            backends: self.inner.parts.backends.iter().map(|b| b.name()).collect(),
+            prover_devices: self.inner.worker_device.clone(),
+            devices: self.inner.parts.backends.iter().map(|b| b.device()).collect(),
             queues,
             synthesis_workers,
             prover_workers,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
 use cuzk_prover::srs::SectionCounts;
-use cuzk_prover::WitnessSize;
+use cuzk_prover::{ProverBackend, WitnessSize};
 use ff::Field;
 use tracing::info;
 
@@ -387,7 +387,8 @@ fn prove_loop(inner: &Arc<Inner>, w: usize) {
         let job = part.job.clone();
         let k = part.k;
         let t = Instant::now();
-        let step = guarded("proving", || prove(inner, part));
+        let backend = &inner.parts.backends[inner.worker_device[w]];
+        let step = guarded("proving", || prove(inner, backend.as_ref(), part));
         inner.metrics.worker_busy("prove", t.elapsed());
         let mut st = inner.lock();
         st.prove_busy[w] = None;
@@ -414,7 +415,7 @@ fn prove_loop(inner: &Arc<Inner>, w: usize) {
     }
 }
 
-fn prove(inner: &Arc<Inner>, mut part: ReadyPartition) -> Step<Vec<u8>> {
+fn prove(inner: &Arc<Inner>, backend: &dyn ProverBackend, mut part: ReadyPartition) -> Step<Vec<u8>> {
     let job = part.job.clone();
     if let Some(why) = halted(inner, &job) {
         return if why.is_empty() { Step::Dropped } else { Step::Failed(why) };
@@ -428,9 +429,7 @@ fn prove(inner: &Arc<Inner>, mut part: ReadyPartition) -> Step<Vec<u8>> {
     info!(target: "partition", job_id = %job.id, partition = k, "prove start");
     let t = Instant::now();
     let proved = catch("the prover backend", || {
-        inner
-            .parts
-            .backend
+        backend
             .prove_with(&mut witnesses, &lease.data().as_srs_ref(), &[r], &[s], &mut |_| {
                 reservation.release(abc)
             })

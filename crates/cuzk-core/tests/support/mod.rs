@@ -288,7 +288,7 @@ pub fn engine_with(shared: &Shared, config: EngineConfig, budget: u64) -> Engine
         config,
         EngineParts {
             system: Arc::new(FakeSystem(shared.clone())),
-            backend: Arc::new(FakeBackend(shared.clone())),
+            backends: vec![Arc::new(FakeBackend(shared.clone()))],
             srs,
             budget,
         },

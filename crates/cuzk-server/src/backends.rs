@@ -1,0 +1,80 @@
+//! Choosing the prover backends from `[gpus]`: the CPU, or one CUDA backend
+//! per configured device.
+
+use std::sync::Arc;
+
+use cuzk_core::config::{BackendChoice, GpusConfig};
+use cuzk_cuda::CudaBackend;
+use cuzk_prover::{CpuBackend, ProverBackend};
+use tracing::{info, warn};
+
+/// The backends `[gpus]` asks for, one per device.
+pub fn from_config(gpus: &GpusConfig) -> Result<Vec<Arc<dyn ProverBackend>>, String> {
+    match gpus.backend {
+        BackendChoice::Cpu => Ok(vec![Arc::new(CpuBackend)]),
+        BackendChoice::Cuda => cuda(&gpus.devices),
+        BackendChoice::Auto => match cuda(&gpus.devices) {
+            Ok(b) => Ok(b),
+            Err(e) => {
+                if cfg!(feature = "cuda") {
+                    warn!("gpus.backend = \"auto\": no CUDA backend ({e}); proving on the CPU");
+                } else {
+                    info!("built without CUDA: proving on the CPU");
+                }
+                Ok(vec![Arc::new(CpuBackend)])
+            }
+        },
+    }
+}
+
+fn cuda(devices: &[usize]) -> Result<Vec<Arc<dyn ProverBackend>>, String> {
+    let count = cuzk_cuda::device_count().map_err(|e| e.to_string())?;
+    if !cfg!(feature = "cuda") {
+        return Err(cuzk_cuda::CudaError::NotBuilt.to_string());
+    }
+    if count == 0 {
+        return Err("no usable CUDA device".into());
+    }
+    let chosen: Vec<usize> = if devices.is_empty() {
+        (0..count).collect()
+    } else {
+        devices.to_vec()
+    };
+    let mut out: Vec<Arc<dyn ProverBackend>> = Vec::new();
+    for d in chosen {
+        if out.iter().any(|b| b.name() == format!("cuda:{d}")) {
+            return Err(format!("gpus.devices lists device {d} twice"));
+        }
+        let b = CudaBackend::new(d).map_err(|e| format!("gpus.devices: {e}"))?;
+        let name = b.device_name().unwrap_or_default();
+        info!(device = d, name, "CUDA prover backend");
+        out.push(Arc::new(b));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_and_auto_without_a_device_prove_on_the_cpu() {
+        let cpu = from_config(&GpusConfig {
+            backend: BackendChoice::Cpu,
+            devices: vec![],
+        })
+        .unwrap();
+        assert_eq!(cpu.iter().map(|b| b.name()).collect::<Vec<_>>(), ["cpu"]);
+        if cuzk_cuda::device_count().unwrap_or(0) == 0 {
+            let auto = from_config(&GpusConfig::default()).unwrap();
+            assert_eq!(auto.iter().map(|b| b.name()).collect::<Vec<_>>(), ["cpu"]);
+            let e = from_config(&GpusConfig {
+                backend: BackendChoice::Cuda,
+                devices: vec![],
+            })
+            .err()
+            .expect("cuda without a device is refused");
+            assert!(e.contains("cuda") || e.contains("CUDA"), "{e}");
+        }
+    }
+}
