@@ -7,6 +7,7 @@
 mod commands;
 mod demo;
 mod gen_params;
+mod gpu_bench;
 mod progress;
 mod prover_bench;
 mod srs_cmd;
@@ -182,6 +183,24 @@ enum Command {
         #[command(flatten)]
         fixtures: FixtureDir,
     },
+    /// Per-stage GPU timings of a synthetic partition-shaped input at domain
+    /// 2^k (no circuit synthesis; SRS of valid but repeated points), SRS
+    /// resident in VRAM and/or streamed from host memory. Needs the `cuda`
+    /// feature. Prints `key=value` lines.
+    GpuBench {
+        /// Log2 of the domain: `A..B` (inclusive) or one value.
+        #[arg(long, value_parser = gpu_bench::parse_range, default_value = "20")]
+        log_domain: (u32, u32),
+        /// SRS placement(s) to time.
+        #[arg(long, value_enum, default_value = "both")]
+        srs: gpu_bench::SrsMode,
+        /// Partitions back to back per size and mode (the mean excludes the first).
+        #[arg(long, default_value_t = 1)]
+        partitions: usize,
+        /// CUDA device.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+    },
     /// Time bellperson's CPU prover and ours on the same circuit, SRS, r and
     /// s; ends with `ratio_vs_bellperson=<x>`.
     ProverBench {
@@ -300,6 +319,12 @@ fn main() -> Result<()> {
         }
         Command::Status { target } => runtime.block_on(commands::status(&target.addr)),
         Command::Metrics { target } => runtime.block_on(commands::metrics(&target.addr)),
+        Command::GpuBench {
+            log_domain,
+            srs,
+            partitions,
+            device,
+        } => gpu_bench::run(log_domain, srs, partitions, device),
         Command::ProverBench {
             kind,
             sector_size,

@@ -70,6 +70,13 @@ template<class T> struct dbuf {
     }
 };
 
+// Sections of a resident SRS: h, l, a, b_g1 (G1) and b_g2 (G2).
+#define SRS_SECTIONS 5
+static size_t srs_elem(int sec)
+{
+    return sec == 4 ? sizeof(affine_fp2_t) : sizeof(affine_t);
+}
+
 struct cuzk_cuda_ctx {
     int id;
     const gpu_t* gpu;
@@ -85,6 +92,23 @@ struct cuzk_cuda_ctx {
     // Density bitmap words and the exclusive prefix count of set bits.
     dbuf<uint64_t> words;
     dbuf<uint32_t> offsets;
+    // Resident SRS points, one raw buffer per section (h, l, a, b_g1:
+    // affine G1; b_g2: affine G2), kept until cuzk_cuda_srs_free.
+    struct section {
+        void* ptr = nullptr;
+        size_t npoints = 0;
+        size_t elem = 0;
+    } srs[SRS_SECTIONS];
+
+    void free_srs()
+    {
+        gpu->select();
+        for (auto& sec : srs) {
+            if (sec.ptr)
+                (void)cudaFree(sec.ptr);
+            sec = section{};
+        }
+    }
 
     void trim()
     {
@@ -97,7 +121,11 @@ struct cuzk_cuda_ctx {
         words.release();
         offsets.release();
     }
-    ~cuzk_cuda_ctx() { trim(); }
+    ~cuzk_cuda_ctx()
+    {
+        trim();
+        free_srs();
+    }
 };
 
 #define CUZK_TRY try {
@@ -170,6 +198,57 @@ static RustError msm_from_source(cuzk_cuda_ctx* ctx, int source,
     CUZK_CATCH
 }
 
+// The same against `npoints` points of a resident SRS section from `offset`.
+template<class bucket_T, class point_T, class affine_T>
+static RustError msm_resident(cuzk_cuda_ctx* ctx, int source, int sec,
+                              size_t offset, size_t npoints, point_T* out)
+{
+    CUZK_TRY
+    ctx->gpu->select();
+    out->inf();
+    if (sec < 0 || sec >= SRS_SECTIONS)
+        return bad_arg("unknown SRS section");
+    const auto& s = ctx->srs[sec];
+    if (s.elem != sizeof(affine_T))
+        return bad_arg("SRS section of another group");
+    if (offset > s.npoints || npoints > s.npoints - offset)
+        return bad_arg("MSM past the end of the resident SRS section");
+    size_t len = 0;
+    const fr_t* scalars = source_scalars(ctx, source, &len);
+    if (npoints != len)
+        return bad_arg("MSM points and scalars differ in number");
+    if (npoints >= ((size_t)1 << 31))
+        return bad_arg("too many points for one MSM");
+    if (npoints == 0)
+        return RustError{0};
+    const affine_T* points = (const affine_T*)s.ptr + offset;
+    msm_t<bucket_T, point_T, affine_T, scalar_t> msm{nullptr, npoints,
+                                                     sizeof(affine_T), ctx->id};
+    RustError err = msm.invoke(*out, dev_view<affine_T>{points}, npoints,
+                               dev_view<fr_t>{scalars}, true);
+    if (err.code != 0)
+        return err;
+    ctx->gpu->sync();
+    CUZK_CATCH
+}
+
+// Copies `bytes` from host memory to the device on `s`, page-locking the
+// host range for the copy when CUDA allows it (else a pageable copy).
+static void copy_to_device(cudaStream_t s, void* dst, const void* src,
+                           size_t bytes)
+{
+    bool pinned = cudaHostRegister(const_cast<void*>(src), bytes,
+                                   cudaHostRegisterReadOnly) == cudaSuccess;
+    if (!pinned)
+        (void)cudaGetLastError();
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s);
+    cudaError_t e2 = cudaStreamSynchronize(s);
+    if (pinned)
+        (void)cudaHostUnregister(const_cast<void*>(src));
+    CUDA_OK(e);
+    CUDA_OK(e2);
+}
+
 extern "C" {
 
 RustError cuzk_cuda_device_count(size_t* out)
@@ -233,17 +312,17 @@ RustError cuzk_cuda_ctx_trim(cuzk_cuda_ctx* ctx)
     CUZK_CATCH
 }
 
-// Uploads a, b, c (`len` scalars each, zero-padded to n = 2^lg_n) and leaves
-// the H coefficients in the device buffer: iNTT, coset NTT (generator 7),
-// (a·b − c)·z_inv, coset iNTT. On return the host vectors may be freed.
-RustError cuzk_cuda_h_prepare(cuzk_cuda_ctx* ctx, const fr_t* a, const fr_t* b,
-                              const fr_t* c, size_t len, uint32_t lg_n,
-                              const fr_t* z_inv)
+// Uploads a, b, c (`len` scalars each, zero-padded to n = 2^lg_n) into
+// the context's a|b|c buffer. On return the host vectors may be freed.
+RustError cuzk_cuda_abc_upload(cuzk_cuda_ctx* ctx, const fr_t* a,
+                               const fr_t* b, const fr_t* c, size_t len,
+                               uint32_t lg_n)
 {
     CUZK_TRY
     const gpu_t& gpu = *ctx->gpu;
     gpu.select();
     ctx->h_ready = false;
+    ctx->lg_n = 0;
     if (lg_n > MAX_LG_DOMAIN_SIZE)
         return bad_arg("domain too large for sppark's NTT");
     size_t n = (size_t)1 << lg_n;
@@ -259,6 +338,25 @@ RustError cuzk_cuda_h_prepare(cuzk_cuda_ctx* ctx, const fr_t* a, const fr_t* b,
         if (len < n)
             s.bzero(d[k] + len, n - len);
     }
+    s.sync();
+    ctx->lg_n = lg_n;
+    CUZK_CATCH
+}
+
+// Turns the uploaded a, b, c into the H coefficients in place: iNTT, coset
+// NTT (generator 7), (a·b − c)·z_inv, coset iNTT.
+RustError cuzk_cuda_h_compute(cuzk_cuda_ctx* ctx, uint32_t lg_n,
+                              const fr_t* z_inv)
+{
+    CUZK_TRY
+    const gpu_t& gpu = *ctx->gpu;
+    gpu.select();
+    ctx->h_ready = false;
+    if (lg_n != ctx->lg_n || ctx->abc.cap < 3 * ((size_t)1 << lg_n))
+        return bad_arg("a, b, c not uploaded for this domain");
+    size_t n = (size_t)1 << lg_n;
+    fr_t* d[3] = {ctx->abc.ptr, ctx->abc.ptr + n, ctx->abc.ptr + 2 * n};
+    stream_t& s = gpu;
     if (lg_n > 0) {
         for (int k = 0; k < 3; k++) {
             NTT::Base_dev_ptr(s, d[k], lg_n, NTT::InputOutputOrder::NR,
@@ -273,8 +371,91 @@ RustError cuzk_cuda_h_prepare(cuzk_cuda_ctx* ctx, const fr_t* a, const fr_t* b,
                           NTT::Direction::inverse, NTT::Type::coset);
     }
     s.sync();
-    ctx->lg_n = lg_n;
     ctx->h_ready = true;
+    CUZK_CATCH
+}
+
+// Both of the above.
+RustError cuzk_cuda_h_prepare(cuzk_cuda_ctx* ctx, const fr_t* a, const fr_t* b,
+                              const fr_t* c, size_t len, uint32_t lg_n,
+                              const fr_t* z_inv)
+{
+    RustError e = cuzk_cuda_abc_upload(ctx, a, b, c, len, lg_n);
+    if (e.code != 0)
+        return e;
+    return cuzk_cuda_h_compute(ctx, lg_n, z_inv);
+}
+
+// Allocates resident SRS section `sec` for `npoints` points (freeing what
+// it held); its content is undefined until uploaded or tiled.
+RustError cuzk_cuda_srs_alloc(cuzk_cuda_ctx* ctx, int sec, size_t npoints)
+{
+    CUZK_TRY
+    ctx->gpu->select();
+    if (sec < 0 || sec >= SRS_SECTIONS)
+        return bad_arg("unknown SRS section");
+    auto& s = ctx->srs[sec];
+    if (s.ptr)
+        CUDA_OK(cudaFree(s.ptr));
+    s = cuzk_cuda_ctx::section{};
+    size_t elem = srs_elem(sec);
+    CUDA_OK(cudaMalloc(&s.ptr, (npoints ? npoints : 1) * elem));
+    s.npoints = npoints;
+    s.elem = elem;
+    CUZK_CATCH
+}
+
+// Copies `npoints` host points into section `sec` from point `offset` on.
+RustError cuzk_cuda_srs_upload(cuzk_cuda_ctx* ctx, int sec, size_t offset,
+                               const void* points, size_t npoints)
+{
+    CUZK_TRY
+    ctx->gpu->select();
+    if (sec < 0 || sec >= SRS_SECTIONS)
+        return bad_arg("unknown SRS section");
+    auto& s = ctx->srs[sec];
+    if (offset > s.npoints || npoints > s.npoints - offset)
+        return bad_arg("upload past the end of the SRS section");
+    if (npoints)
+        copy_to_device((cudaStream_t)*ctx->gpu, (char*)s.ptr + offset * s.elem, points,
+                       npoints * s.elem);
+    CUZK_CATCH
+}
+
+// Fills section `sec` with `npattern` host points repeated (for benches:
+// valid points without a real SRS): one upload, then doubling copies on the
+// device.
+RustError cuzk_cuda_srs_tile(cuzk_cuda_ctx* ctx, int sec, const void* pattern,
+                             size_t npattern)
+{
+    CUZK_TRY
+    const gpu_t& gpu = *ctx->gpu;
+    gpu.select();
+    if (sec < 0 || sec >= SRS_SECTIONS)
+        return bad_arg("unknown SRS section");
+    auto& s = ctx->srs[sec];
+    if (npattern == 0)
+        return bad_arg("empty tile pattern");
+    size_t first = npattern < s.npoints ? npattern : s.npoints;
+    char* base = (char*)s.ptr;
+    if (first)
+        copy_to_device((cudaStream_t)gpu, base, pattern, first * s.elem);
+    for (size_t done = first; done < s.npoints;) {
+        size_t k = done < s.npoints - done ? done : s.npoints - done;
+        CUDA_OK(cudaMemcpyAsync(base + done * s.elem, base, k * s.elem,
+                                cudaMemcpyDeviceToDevice, (cudaStream_t)gpu));
+        done += k;
+    }
+    gpu.sync();
+    CUZK_CATCH
+}
+
+// Frees every resident SRS section.
+RustError cuzk_cuda_srs_free(cuzk_cuda_ctx* ctx)
+{
+    CUZK_TRY
+    ctx->gpu->sync();
+    ctx->free_srs();
     CUZK_CATCH
 }
 
@@ -350,6 +531,23 @@ RustError cuzk_cuda_msm_g2(cuzk_cuda_ctx* ctx, int source,
                            point_fp2_t* out)
 {
     return msm_from_source<bucket_fp2_t>(ctx, source, points, npoints, out);
+}
+
+// Σ scalar_i·points_i in G1 over all scalars of `source` against
+// `npoints` points of resident SRS section `sec` (0..3) from `offset` on.
+RustError cuzk_cuda_msm_g1_resident(cuzk_cuda_ctx* ctx, int source, int sec,
+                                    size_t offset, size_t npoints,
+                                    point_t* out)
+{
+    return msm_resident<bucket_t, point_t, affine_t>(ctx, source, sec, offset, npoints, out);
+}
+
+// The same in G2 (section 4).
+RustError cuzk_cuda_msm_g2_resident(cuzk_cuda_ctx* ctx, int source, int sec,
+                                    size_t offset, size_t npoints,
+                                    point_fp2_t* out)
+{
+    return msm_resident<bucket_fp2_t, point_fp2_t, affine_fp2_t>(ctx, source, sec, offset, npoints, out);
 }
 
 } // extern "C"

@@ -2,9 +2,9 @@
 //!
 //! Per partition: a, b, c are uploaded and turned into H coefficients on the
 //! device (then freed on the host and reported through `abc_freed`); the H,
-//! L, A-aux, B_G1-aux and B_G2-aux MSMs run on the GPU against host SRS
-//! points (uploaded per call: a resident SRS would hand device pointers to
-//! the same C functions); the input MSMs and MSMs below [`GPU_MIN_POINTS`]
+//! L, A-aux, B_G1-aux and B_G2-aux MSMs run on the GPU against SRS points
+//! kept in VRAM across calls ([`SrsPlacement`], see `resident.rs`) or
+//! streamed from host memory per call; the input MSMs and MSMs below [`GPU_MIN_POINTS`]
 //! points run on the CPU. The device context
 //! (its buffers kept across calls) is one per device for the whole process,
 //! behind a Mutex: one partition at a time per device, however many
@@ -15,7 +15,7 @@ use cuzk_prover::backend::{ProveStats, ProverBackend, ProverError, SrsRef};
 use cuzk_prover::proof::Proof;
 use cuzk_prover::synth::PartitionWitness;
 
-use crate::CudaError;
+use crate::{CudaError, SrsPlacement};
 
 /// MSMs with fewer points than this run on the CPU (launches cost more).
 pub const GPU_MIN_POINTS: usize = 1 << 10;
@@ -24,6 +24,7 @@ pub const GPU_MIN_POINTS: usize = 1 << 10;
 #[derive(Clone)]
 pub struct CudaBackend {
     device: usize,
+    placement: SrsPlacement,
     #[cfg(feature = "cuda")]
     ctx: std::sync::Arc<std::sync::Mutex<crate::ffi::Ctx>>,
 }
@@ -32,13 +33,23 @@ impl std::fmt::Debug for CudaBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CudaBackend")
             .field("device", &self.device)
+            .field("placement", &self.placement)
             .finish_non_exhaustive()
     }
 }
 
 impl CudaBackend {
-    /// A backend on CUDA device `device` (0-based among usable devices).
+    /// A backend on CUDA device `device` (0-based among usable devices),
+    /// with the SRS kept on the device when it fits ([`SrsPlacement::Auto`]).
     pub fn new(device: usize) -> Result<CudaBackend, CudaError> {
+        CudaBackend::with_placement(device, SrsPlacement::Auto)
+    }
+
+    /// A backend on `device` with the SRS placed as `placement` says.
+    pub fn with_placement(
+        device: usize,
+        placement: SrsPlacement,
+    ) -> Result<CudaBackend, CudaError> {
         #[cfg(feature = "cuda")]
         {
             let count = crate::ffi::device_count()?;
@@ -47,14 +58,46 @@ impl CudaBackend {
             }
             Ok(CudaBackend {
                 device,
+                placement,
                 ctx: shared_ctx(device)?,
             })
         }
         #[cfg(not(feature = "cuda"))]
         {
-            let _ = device;
+            let _ = (device, placement);
             Err(CudaError::NotBuilt)
         }
+    }
+
+    /// Where this backend keeps the SRS points.
+    pub fn placement(&self) -> SrsPlacement {
+        self.placement
+    }
+
+    /// Frees the resident SRS of this device (shared by every backend on
+    /// it); the next call with `Auto` or `Always` uploads it again.
+    pub fn release_srs(&self) -> Result<(), CudaError> {
+        #[cfg(feature = "cuda")]
+        {
+            self.ctx
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .srs_free()
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            Err(CudaError::NotBuilt)
+        }
+    }
+
+    /// The device context for stage-by-stage work (benches): holds the
+    /// device's lock until dropped.
+    #[cfg(feature = "cuda")]
+    pub fn staged(&self) -> crate::Staged<'_> {
+        crate::Staged::new(
+            self.ctx.lock().unwrap_or_else(|p| p.into_inner()),
+            self.device,
+        )
     }
 
     /// Frees the device buffers kept between calls (a/b/c, aux, picked
@@ -135,7 +178,9 @@ impl ProverBackend for CudaBackend {
         let (memory_free, memory_total) = self.memory().unwrap_or((0, 0));
         Some(cuzk_prover::DeviceInfo {
             ordinal: self.device as u32,
-            name: self.device_name().unwrap_or_else(|e| format!("unknown ({e})")),
+            name: self
+                .device_name()
+                .unwrap_or_else(|e| format!("unknown ({e})")),
             memory_total,
             memory_free,
         })
@@ -183,7 +228,7 @@ mod gpu {
     use group::Group;
 
     use super::{CudaBackend, GPU_MIN_POINTS};
-    use crate::ffi::{Ctx, Source};
+    use crate::ffi::{Ctx, Section, Source};
     use crate::CudaError;
 
     pub(super) fn prove(
@@ -200,7 +245,7 @@ mod gpu {
         let mut stats = ProveStats::default();
         let mut proofs = Vec::with_capacity(witnesses.len());
         for (i, ((w, r), s)) in witnesses.iter_mut().zip(r).zip(s).enumerate() {
-            let m = partition(&mut ctx, w, srs, &mut stats, &mut || abc_freed(i))?;
+            let m = partition(&mut ctx, backend, w, srs, &mut stats, &mut || abc_freed(i))?;
             let t = Instant::now();
             proofs.push(assemble(srs, &m, *r, *s)?);
             stats.assembly += t.elapsed();
@@ -228,6 +273,7 @@ mod gpu {
 
     fn partition(
         ctx: &mut Ctx,
+        backend: &CudaBackend,
         w: &mut PartitionWitness,
         srs: &SrsRef<'_>,
         stats: &mut ProveStats,
@@ -245,6 +291,17 @@ mod gpu {
             }
         }
 
+        let mut uploaded = 0;
+        let res = crate::resident::ensure(
+            ctx,
+            backend.device,
+            srs,
+            backend.placement,
+            n,
+            w.aux.len(),
+            &mut uploaded,
+        )?;
+
         let t = Instant::now();
         ctx.h_prepare(&w.a, &w.b, &w.c, lg_n, &z_inverse(n)?)?;
         w.a = Vec::new();
@@ -254,7 +311,9 @@ mod gpu {
         stats.ntt += t.elapsed();
 
         let t = Instant::now();
-        let h = if n > 1 {
+        let h = if n > 1 && res {
+            ctx.msm_g1_resident(Source::H, Section::H, 0, srs.h.len())?
+        } else if n > 1 {
             ctx.msm_g1(Source::H, srs.h)?
         } else {
             G1Projective::identity()
@@ -265,6 +324,8 @@ mod gpu {
         ctx.upload_aux(&w.aux)?;
         let l = if srs.l.len() < GPU_MIN_POINTS {
             msm::<G1>(srs.l, &w.aux, None).0
+        } else if res {
+            ctx.msm_g1_resident(Source::Aux, Section::L, 0, srs.l.len())?
         } else {
             ctx.msm_g1(Source::Aux, srs.l)?
         };
@@ -273,7 +334,12 @@ mod gpu {
         let t = Instant::now();
         let ni = w.input.len();
         let (a_in, _) = msm::<G1>(&srs.a[..ni], &w.input, None);
-        let a_aux = pick_g1(ctx, &w.a_aux_density, &srs.a[ni..], &w.aux)?;
+        let a_aux = if res && srs.a.len() - ni >= GPU_MIN_POINTS {
+            picked(ctx, &w.a_aux_density, srs.a.len() - ni)?;
+            ctx.msm_g1_resident(Source::Picked, Section::A, ni, srs.a.len() - ni)?
+        } else {
+            pick_g1(ctx, &w.a_aux_density, &srs.a[ni..], &w.aux)?
+        };
         stats.msm_a += t.elapsed();
 
         let t = Instant::now();
@@ -282,7 +348,11 @@ mod gpu {
         let b_on_gpu = srs.b_g1.len() - bi >= GPU_MIN_POINTS;
         let b1_aux = if b_on_gpu {
             picked(ctx, &w.b_aux_density, srs.b_g1.len() - bi)?;
-            ctx.msm_g1(Source::Picked, &srs.b_g1[bi..])?
+            if res {
+                ctx.msm_g1_resident(Source::Picked, Section::BG1, bi, srs.b_g1.len() - bi)?
+            } else {
+                ctx.msm_g1(Source::Picked, &srs.b_g1[bi..])?
+            }
         } else {
             msm::<G1>(&srs.b_g1[bi..], &w.aux, Some(&w.b_aux_density)).0
         };
@@ -291,7 +361,9 @@ mod gpu {
         // B_G2 over the scalars picked for B_G1's aux part.
         let t = Instant::now();
         let (b2_in, _) = msm::<G2>(&srs.b_g2[..bi], &w.input, Some(&w.b_input_density));
-        let b2_aux = if b_on_gpu {
+        let b2_aux = if b_on_gpu && res {
+            ctx.msm_g2_resident(Source::Picked, bi, srs.b_g2.len() - bi)?
+        } else if b_on_gpu {
             ctx.msm_g2(Source::Picked, &srs.b_g2[bi..])?
         } else {
             msm::<G2>(&srs.b_g2[bi..], &w.aux, Some(&w.b_aux_density)).0

@@ -37,6 +37,46 @@ extern "C" {
         lg_n: u32,
         z_inv: *const Scalar,
     ) -> sppark::Error;
+    fn cuzk_cuda_abc_upload(
+        ctx: *mut RawCtx,
+        a: *const Scalar,
+        b: *const Scalar,
+        c: *const Scalar,
+        len: usize,
+        lg_n: u32,
+    ) -> sppark::Error;
+    fn cuzk_cuda_h_compute(ctx: *mut RawCtx, lg_n: u32, z_inv: *const Scalar) -> sppark::Error;
+    fn cuzk_cuda_srs_alloc(ctx: *mut RawCtx, sec: i32, npoints: usize) -> sppark::Error;
+    fn cuzk_cuda_srs_upload(
+        ctx: *mut RawCtx,
+        sec: i32,
+        offset: usize,
+        points: *const u8,
+        npoints: usize,
+    ) -> sppark::Error;
+    fn cuzk_cuda_srs_tile(
+        ctx: *mut RawCtx,
+        sec: i32,
+        pattern: *const u8,
+        npattern: usize,
+    ) -> sppark::Error;
+    fn cuzk_cuda_srs_free(ctx: *mut RawCtx) -> sppark::Error;
+    fn cuzk_cuda_msm_g1_resident(
+        ctx: *mut RawCtx,
+        source: i32,
+        sec: i32,
+        offset: usize,
+        npoints: usize,
+        out: *mut blst_p1,
+    ) -> sppark::Error;
+    fn cuzk_cuda_msm_g2_resident(
+        ctx: *mut RawCtx,
+        source: i32,
+        sec: i32,
+        offset: usize,
+        npoints: usize,
+        out: *mut blst_p2,
+    ) -> sppark::Error;
     fn cuzk_cuda_upload_aux(ctx: *mut RawCtx, aux: *const Scalar, len: usize) -> sppark::Error;
     fn cuzk_cuda_pick(
         ctx: *mut RawCtx,
@@ -70,13 +110,42 @@ fn check(e: sppark::Error) -> Result<(), CudaError> {
 
 /// Where an MSM's scalars are on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Source {
+pub enum Source {
     /// The n − 1 H coefficients of the last [`Ctx::h_prepare`].
     H = 0,
     /// The aux assignment of the last [`Ctx::upload_aux`].
     Aux = 1,
     /// The scalars of the last [`Ctx::pick`].
     Picked = 2,
+}
+
+/// A section of a resident SRS (device buffers kept across calls).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Section {
+    H = 0,
+    L = 1,
+    A = 2,
+    BG1 = 3,
+    /// The only G2 section.
+    BG2 = 4,
+}
+
+impl Section {
+    pub const ALL: [Section; 5] = [
+        Section::H,
+        Section::L,
+        Section::A,
+        Section::BG1,
+        Section::BG2,
+    ];
+
+    /// Bytes per point (affine, uncompressed in memory).
+    pub fn point_bytes(self) -> usize {
+        match self {
+            Section::BG2 => std::mem::size_of::<G2Affine>(),
+            _ => std::mem::size_of::<G1Affine>(),
+        }
+    }
 }
 
 /// Number of usable CUDA devices (compute capability 7.0+, cooperative launch).
@@ -109,6 +178,8 @@ pub(crate) fn mem_info(id: usize) -> Result<(u64, u64), CudaError> {
 /// One device's context. Not thread-safe: the backend keeps it in a Mutex.
 pub(crate) struct Ctx {
     raw: NonNull<RawCtx>,
+    /// Which SRS the resident sections hold, if any.
+    pub(crate) resident: Option<crate::resident::SrsKey>,
 }
 
 // SAFETY: the context is only used through &mut (behind a Mutex); the CUDA
@@ -129,7 +200,10 @@ impl Ctx {
         // SAFETY: writes one pointer.
         check(unsafe { cuzk_cuda_ctx_new(device, &mut raw) })?;
         NonNull::new(raw)
-            .map(|raw| Ctx { raw })
+            .map(|raw| Ctx {
+                raw,
+                resident: None,
+            })
             .ok_or_else(|| CudaError::Cuda("no context returned".into()))
     }
 
@@ -169,6 +243,167 @@ impl Ctx {
                 z_inv,
             )
         })
+    }
+
+    /// Uploads a, b, c (same length ≤ 2^lg_n), zero-padded to 2^lg_n.
+    pub(crate) fn upload_abc(
+        &mut self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+        lg_n: u32,
+    ) -> Result<(), CudaError> {
+        if a.len() != b.len() || a.len() != c.len() {
+            return Err(CudaError::Input("a, b, c differ in length".into()));
+        }
+        // SAFETY: the slices outlive the call; the C side reads len of each.
+        check(unsafe {
+            cuzk_cuda_abc_upload(
+                self.raw.as_ptr(),
+                a.as_ptr(),
+                b.as_ptr(),
+                c.as_ptr(),
+                a.len(),
+                lg_n,
+            )
+        })
+    }
+
+    /// The H coefficients from the uploaded a, b, c (source [`Source::H`]).
+    pub(crate) fn h_compute(&mut self, lg_n: u32, z_inv: &Scalar) -> Result<(), CudaError> {
+        // SAFETY: a live context; z_inv is read once.
+        check(unsafe { cuzk_cuda_h_compute(self.raw.as_ptr(), lg_n, z_inv) })
+    }
+
+    /// Allocates resident section `sec` for `npoints` points (content
+    /// undefined until uploaded or tiled).
+    pub(crate) fn srs_alloc(&mut self, sec: Section, npoints: usize) -> Result<(), CudaError> {
+        self.resident = None;
+        // SAFETY: a live context.
+        check(unsafe { cuzk_cuda_srs_alloc(self.raw.as_ptr(), sec as i32, npoints) })
+    }
+
+    /// Copies G1 `points` into resident section `sec` (not [`Section::BG2`]).
+    pub(crate) fn srs_upload_g1(
+        &mut self,
+        sec: Section,
+        points: &[G1Affine],
+    ) -> Result<(), CudaError> {
+        if sec == Section::BG2 {
+            return Err(CudaError::Input("G1 points for the G2 section".into()));
+        }
+        // SAFETY: points outlive the call; the C side checks the bounds.
+        check(unsafe {
+            cuzk_cuda_srs_upload(
+                self.raw.as_ptr(),
+                sec as i32,
+                0,
+                points.as_ptr().cast(),
+                points.len(),
+            )
+        })
+    }
+
+    /// Copies G2 `points` into the resident [`Section::BG2`].
+    pub(crate) fn srs_upload_g2(&mut self, points: &[G2Affine]) -> Result<(), CudaError> {
+        // SAFETY: points outlive the call; the C side checks the bounds.
+        check(unsafe {
+            cuzk_cuda_srs_upload(
+                self.raw.as_ptr(),
+                Section::BG2 as i32,
+                0,
+                points.as_ptr().cast(),
+                points.len(),
+            )
+        })
+    }
+
+    /// Fills section `sec` (G1) with `pattern` repeated.
+    pub(crate) fn srs_tile_g1(
+        &mut self,
+        sec: Section,
+        pattern: &[G1Affine],
+    ) -> Result<(), CudaError> {
+        if sec == Section::BG2 {
+            return Err(CudaError::Input("G1 points for the G2 section".into()));
+        }
+        // SAFETY: pattern outlives the call.
+        check(unsafe {
+            cuzk_cuda_srs_tile(
+                self.raw.as_ptr(),
+                sec as i32,
+                pattern.as_ptr().cast(),
+                pattern.len(),
+            )
+        })
+    }
+
+    /// Fills [`Section::BG2`] with `pattern` repeated.
+    pub(crate) fn srs_tile_g2(&mut self, pattern: &[G2Affine]) -> Result<(), CudaError> {
+        // SAFETY: pattern outlives the call.
+        check(unsafe {
+            cuzk_cuda_srs_tile(
+                self.raw.as_ptr(),
+                Section::BG2 as i32,
+                pattern.as_ptr().cast(),
+                pattern.len(),
+            )
+        })
+    }
+
+    /// Frees the resident SRS sections.
+    pub(crate) fn srs_free(&mut self) -> Result<(), CudaError> {
+        self.resident = None;
+        // SAFETY: a live context.
+        check(unsafe { cuzk_cuda_srs_free(self.raw.as_ptr()) })
+    }
+
+    /// Σ scalar_i·points_i in G1 over `source` against `npoints` resident
+    /// points of `sec` from `offset` on.
+    pub(crate) fn msm_g1_resident(
+        &mut self,
+        source: Source,
+        sec: Section,
+        offset: usize,
+        npoints: usize,
+    ) -> Result<G1Projective, CudaError> {
+        let mut out = blst_p1::default();
+        // SAFETY: the C side checks the section bounds; out is written once.
+        check(unsafe {
+            cuzk_cuda_msm_g1_resident(
+                self.raw.as_ptr(),
+                source as i32,
+                sec as i32,
+                offset,
+                npoints,
+                &mut out,
+            )
+        })?;
+        // SAFETY: G1Projective is #[repr(transparent)] over blst_p1.
+        Ok(unsafe { std::mem::transmute::<blst_p1, G1Projective>(out) })
+    }
+
+    /// The same in G2 ([`Section::BG2`]).
+    pub(crate) fn msm_g2_resident(
+        &mut self,
+        source: Source,
+        offset: usize,
+        npoints: usize,
+    ) -> Result<G2Projective, CudaError> {
+        let mut out = blst_p2::default();
+        // SAFETY: the C side checks the section bounds; out is written once.
+        check(unsafe {
+            cuzk_cuda_msm_g2_resident(
+                self.raw.as_ptr(),
+                source as i32,
+                Section::BG2 as i32,
+                offset,
+                npoints,
+                &mut out,
+            )
+        })?;
+        // SAFETY: G2Projective is #[repr(transparent)] over blst_p2.
+        Ok(unsafe { std::mem::transmute::<blst_p2, G2Projective>(out) })
     }
 
     /// Uploads the aux assignment (source [`Source::Aux`]).

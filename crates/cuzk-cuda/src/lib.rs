@@ -14,8 +14,47 @@
 mod backend;
 #[cfg(feature = "cuda")]
 mod ffi;
+#[cfg(feature = "cuda")]
+mod resident;
+#[cfg(feature = "cuda")]
+mod staged;
 
 pub use backend::{CudaBackend, GPU_MIN_POINTS};
+#[cfg(feature = "cuda")]
+pub use ffi::{Section, Source};
+#[cfg(feature = "cuda")]
+pub use resident::srs_device_bytes;
+#[cfg(feature = "cuda")]
+pub use staged::Staged;
+
+/// Where a circuit's SRS points live while proving (the engine's
+/// `gpus.srs_on_device`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SrsPlacement {
+    /// Kept on the device across calls when it fits beside a partition's
+    /// buffers (another SRS is evicted first); streamed from the host
+    /// otherwise.
+    #[default]
+    Auto,
+    /// Always kept on the device; a call fails when it does not fit.
+    Always,
+    /// Streamed from host memory on every call.
+    Never,
+}
+
+impl std::str::FromStr for SrsPlacement {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(SrsPlacement::Auto),
+            "always" => Ok(SrsPlacement::Always),
+            "never" => Ok(SrsPlacement::Never),
+            _ => Err(format!(
+                "unknown SRS placement {s:?}: use auto, always or never"
+            )),
+        }
+    }
+}
 
 /// Why the CUDA backend could not start or prove.
 #[derive(Debug, thiserror::Error)]

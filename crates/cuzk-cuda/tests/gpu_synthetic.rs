@@ -1,5 +1,6 @@
 //! GPU proofs of synthetic circuits (2^16 and 2^20 constraints) are
-//! byte-identical to the CPU backend's with the same r and s.
+//! byte-identical to the CPU backend's with the same r and s, with the SRS
+//! resident on the device and streamed from the host.
 //!
 //! Needs a CUDA device (skipped, loudly, without one):
 //! `cargo test --release -p cuzk-cuda --features cuda --test gpu_synthetic -- --nocapture`
@@ -11,7 +12,7 @@ mod common;
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
-use cuzk_cuda::{CudaBackend, CudaError};
+use cuzk_cuda::{CudaBackend, CudaError, SrsPlacement};
 use cuzk_prover::backend::{ProverBackend, ProverError};
 use cuzk_prover::synthesize;
 use ff::{Field, PrimeField};
@@ -112,6 +113,12 @@ fn synthetic_circuits_equal_cpu_proofs() {
     let other = CudaBackend::new(0).expect("a second backend on device 0");
     check(&other, 16, 1);
     check(&gpu, 20, 1);
+    // Streamed first, resident second (`compare` runs the other placement);
+    // each new SRS evicts the resident one.
+    let streamed = CudaBackend::with_placement(0, SrsPlacement::Never).expect("streamed backend");
+    check(&streamed, 16, 1);
+    gpu.release_srs().expect("freeing the resident SRS");
+    check(&streamed, 20, 1);
 }
 
 /// A larger size, for timings: `-- --ignored synthetic_2_pow_24`.

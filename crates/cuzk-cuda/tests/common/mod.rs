@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use blstrs::Scalar;
-use cuzk_cuda::CudaBackend;
+use cuzk_cuda::{CudaBackend, SrsPlacement};
 use cuzk_prover::backend::{ProveStats, ProverBackend, SrsRef};
 use cuzk_prover::synth::PartitionWitness;
 use cuzk_prover::CpuBackend;
@@ -44,8 +44,10 @@ pub fn print_stats(label: &str, st: &ProveStats, wall: Duration) {
     );
 }
 
-/// Proves `witnesses` on the CPU and on `gpu` with the same r and s and
-/// asserts equal proof bytes; returns the GPU proofs' bytes.
+/// Proves `witnesses` on the CPU, on `gpu` and on a backend of the same
+/// device with the other SRS placement (streamed if `gpu` keeps the SRS on
+/// the device, resident otherwise) with the same r and s, and asserts equal
+/// proof bytes; returns the GPU proofs' bytes.
 pub fn compare(
     label: &str,
     gpu: &CudaBackend,
@@ -55,6 +57,7 @@ pub fn compare(
     s: &[Scalar],
 ) -> Vec<[u8; 192]> {
     let mut cpu_w = witnesses.clone();
+    let mut other_w = witnesses.clone();
     let mut gpu_w = witnesses;
     let t = std::time::Instant::now();
     let (cpu_proofs, cpu_stats) = CpuBackend.prove(&mut cpu_w, srs, r, s).expect("CPU proof");
@@ -78,6 +81,30 @@ pub fn compare(
         "a/b/c consumed"
     );
 
+    let other_placement = match gpu.placement() {
+        SrsPlacement::Never => SrsPlacement::Always,
+        _ => SrsPlacement::Never,
+    };
+    let other = CudaBackend::with_placement(gpu.device(), other_placement)
+        .unwrap_or_else(|e| panic!("{label}: backend {other_placement:?}: {e}"));
+    let t = std::time::Instant::now();
+    let (other_proofs, other_stats) = other
+        .prove(&mut other_w, srs, r, s)
+        .unwrap_or_else(|e| panic!("{label}: GPU proof ({other_placement:?}): {e}"));
+    print_stats(
+        &format!("{label} gpu {other_placement:?}"),
+        &other_stats,
+        t.elapsed(),
+    );
+    for (i, (g, o)) in gpu_proofs.iter().zip(&other_proofs).enumerate() {
+        assert_eq!(
+            hex(&g.to_bytes()),
+            hex(&o.to_bytes()),
+            "{label}: partition {i}: {:?} and {other_placement:?} proofs differ",
+            gpu.placement()
+        );
+    }
+
     assert_eq!(cpu_proofs.len(), gpu_proofs.len());
     let mut out = Vec::new();
     for (i, (c, g)) in cpu_proofs.iter().zip(&gpu_proofs).enumerate() {
@@ -89,8 +116,9 @@ pub fn compare(
         out.push(g.to_bytes());
     }
     eprintln!(
-        "{label}: {} GPU proof(s) byte-identical to the CPU backend's",
-        out.len()
+        "{label}: {} GPU proof(s), SRS {:?} and {other_placement:?}, byte-identical to the CPU backend's",
+        out.len(),
+        gpu.placement()
     );
     out
 }

@@ -1,0 +1,478 @@
+//! `cuzk-bench gpu-bench`: per-stage GPU timings of one partition-shaped
+//! input at domain 2^k, without circuit synthesis (too slow at 2^27).
+//!
+//! The input is synthetic but shaped like a PoRep partition: a, b, c of n =
+//! 2^k random scalars; aux ≈ n variables, 45 % zeros, 45 % ones, 10 %
+//! random; ~95 % of the A-density bits and ~25 % of the B-density bits set.
+//! SRS points are valid (random multiples of the generators) but a few
+//! thousand of them are repeated to fill each section: timings are those of
+//! real points, the SRS is not a real one. Streamed: the points are tiled
+//! once in host memory (the G1 sections alias one buffer) and sppark streams
+//! them per MSM. Resident: they are uploaded once from that host buffer
+//! (page-locked for the copy) when it exists, else tiled on the device.
+//!
+//! Output: `key=value` lines (`gpu_bench_setup`, one `gpu_bench` line per
+//! partition, one `gpu_bench_summary` per size and SRS mode).
+
+use anyhow::{bail, Result};
+
+/// Which SRS modes to time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SrsMode {
+    Resident,
+    Streamed,
+    Both,
+}
+
+/// Parses `A..B` (inclusive) or `A`.
+pub fn parse_range(s: &str) -> Result<(u32, u32), String> {
+    let num = |x: &str| {
+        x.trim()
+            .parse::<u32>()
+            .map_err(|e| format!("bad log-domain {x:?}: {e}"))
+    };
+    let (a, b) = match s.split_once("..") {
+        Some((a, b)) => (num(a)?, num(b.trim_start_matches('='))?),
+        None => (num(s)?, num(s)?),
+    };
+    if a > b || !(10..=28).contains(&a) || b > 28 {
+        return Err(format!(
+            "log-domain {s:?}: want A..B with 10 <= A <= B <= 28"
+        ));
+    }
+    Ok((a, b))
+}
+
+#[cfg(not(feature = "cuda"))]
+pub fn run(_range: (u32, u32), _srs: SrsMode, _partitions: usize, _device: usize) -> Result<()> {
+    bail!("gpu-bench needs the CUDA backend: rebuild cuzk-bench with `--features cuda`")
+}
+
+#[cfg(feature = "cuda")]
+pub fn run(range: (u32, u32), srs: SrsMode, partitions: usize, device: usize) -> Result<()> {
+    if partitions == 0 {
+        bail!("--partitions must be at least 1");
+    }
+    use anyhow::Context;
+    let gpu = cuzk_cuda::CudaBackend::with_placement(device, cuzk_cuda::SrsPlacement::Never)
+        .with_context(|| format!("CUDA device {device}"))?;
+    println!(
+        "gpu_bench_device device={device} name={:?}",
+        gpu.device_name().unwrap_or_else(|e| e.to_string())
+    );
+    for k in range.0..=range.1 {
+        imp::one_size(&gpu, k, srs, partitions)?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "cuda")]
+mod imp {
+    use std::time::Instant;
+
+    use anyhow::{Context, Result};
+    use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+    use cuzk_cuda::{CudaBackend, Section, Source, Staged};
+    use cuzk_prover::backend::SrsRef;
+    use cuzk_prover::density::Density;
+    use cuzk_prover::msm::{msm, G1, G2};
+    use cuzk_prover::proof::{assemble, MsmResults};
+    use ff::Field;
+    use group::{Curve, Group};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    use super::SrsMode;
+
+    const INPUTS: usize = 40;
+    const POOL: usize = 4096;
+    const PATTERN_G1: usize = 4096;
+    const PATTERN_G2: usize = 1024;
+    const FR: u64 = 32;
+    const G1B: u64 = 96;
+    const G2B: u64 = 192;
+
+    fn splitmix(mut x: u64) -> u64 {
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    }
+
+    /// Fills `len` elements in parallel from `f(index)`.
+    fn par_fill<T: Copy + Send + Sync + Default>(
+        len: usize,
+        f: impl Fn(usize) -> T + Sync,
+    ) -> Vec<T> {
+        let mut v = vec![T::default(); len];
+        let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+        let chunk = len.div_ceil(threads).max(1);
+        std::thread::scope(|s| {
+            for (c, part) in v.chunks_mut(chunk).enumerate() {
+                let f = &f;
+                s.spawn(move || {
+                    for (j, x) in part.iter_mut().enumerate() {
+                        *x = f(c * chunk + j);
+                    }
+                });
+            }
+        });
+        v
+    }
+
+    fn density(len: usize, seed: u64, percent_set: u64) -> Density {
+        let mut d = Density::new();
+        d.reserve(len);
+        for i in 0..len {
+            d.push();
+            if splitmix(seed ^ i as u64) % 100 < percent_set {
+                d.set(i);
+            }
+        }
+        d
+    }
+
+    struct Input {
+        lg_n: u32,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+        input: Vec<Scalar>,
+        aux: Vec<Scalar>,
+        a_aux: Density,
+        b_aux: Density,
+        b_input: Density,
+        g1: Vec<G1Affine>,
+        g2: Vec<G2Affine>,
+        vk: [G1Affine; 3],
+        vk2: [G2Affine; 2],
+    }
+
+    impl Input {
+        fn a_len(&self) -> usize {
+            INPUTS + self.a_aux.count()
+        }
+        fn b_len(&self) -> usize {
+            self.b_input.count() + self.b_aux.count()
+        }
+        fn n(&self) -> usize {
+            1 << self.lg_n
+        }
+    }
+
+    fn make_input(lg_n: u32) -> Input {
+        let n = 1usize << lg_n;
+        let mut rng = ChaCha8Rng::seed_from_u64(u64::from(lg_n));
+        let pool: Vec<Scalar> = (0..POOL).map(|_| Scalar::random(&mut rng)).collect();
+        let pick = |salt: u64| {
+            let pool = &pool;
+            move |i: usize| pool[(splitmix(salt ^ i as u64) % POOL as u64) as usize]
+        };
+        let a = par_fill(n, pick(1));
+        let b = par_fill(n, pick(2));
+        let c = par_fill(n, pick(3));
+        let aux_len = n - 2 * INPUTS;
+        let aux = par_fill(aux_len, |i| {
+            let h = splitmix(4 ^ i as u64);
+            match h % 100 {
+                0..=44 => Scalar::ZERO,
+                45..=89 => Scalar::ONE,
+                _ => pool[((h >> 8) % POOL as u64) as usize],
+            }
+        });
+        let mut input: Vec<Scalar> = pool[..INPUTS].to_vec();
+        input[0] = Scalar::ONE;
+        let g1_pattern: Vec<G1Affine> = (0..PATTERN_G1)
+            .map(|_| (G1Projective::generator() * Scalar::random(&mut rng)).to_affine())
+            .collect();
+        let g2_pattern: Vec<G2Affine> = (0..PATTERN_G2)
+            .map(|_| (G2Projective::generator() * Scalar::random(&mut rng)).to_affine())
+            .collect();
+        let a_aux = density(aux_len, 5, 95);
+        let b_aux = density(aux_len, 6, 25);
+        let b_input = Density::full(INPUTS);
+        let g1 = g1_pattern;
+        let g2 = g2_pattern;
+        let vk = [g1[0], g1[1], g1[2]];
+        let vk2 = [g2[0], g2[1]];
+        Input {
+            lg_n,
+            a,
+            b,
+            c,
+            input,
+            aux,
+            a_aux,
+            b_aux,
+            b_input,
+            g1,
+            g2,
+            vk,
+            vk2,
+        }
+    }
+
+    /// Host SRS for streaming: the G1 sections alias one tiled buffer.
+    struct HostSrs {
+        g1: Vec<G1Affine>,
+        g2: Vec<G2Affine>,
+    }
+
+    fn host_srs(inp: &Input) -> HostSrs {
+        let g1_len = (inp.n() - 1)
+            .max(inp.aux.len())
+            .max(inp.a_len())
+            .max(inp.b_len());
+        let (p1, p2) = (&inp.g1, &inp.g2);
+        HostSrs {
+            g1: par_fill(g1_len, |i| p1[i % p1.len()]),
+            g2: par_fill(inp.b_len(), |i| p2[i % p2.len()]),
+        }
+    }
+
+    fn ms(t: Instant) -> f64 {
+        t.elapsed().as_secs_f64() * 1e3
+    }
+
+    pub(super) fn one_size(
+        gpu: &CudaBackend,
+        lg_n: u32,
+        mode: SrsMode,
+        partitions: usize,
+    ) -> Result<()> {
+        let t = Instant::now();
+        let inp = make_input(lg_n);
+        let n = inp.n();
+        let want_streamed = mode != SrsMode::Resident;
+        let host = want_streamed.then(|| host_srs(&inp));
+        println!(
+            "gpu_bench_setup log_domain={lg_n} n={n} inputs={INPUTS} aux={} a_aux_set={} b_aux_set={} \
+             srs_h={} srs_l={} srs_a={} srs_b_g1={} srs_b_g2={} srs_device_bytes={} \
+             srs_points=tiled pattern_g1={PATTERN_G1} pattern_g2={PATTERN_G2} host_srs_bytes={} gen_ms={:.0} \
+             note=\"valid points repeated to fill each section: not a real SRS\"",
+            inp.aux.len(),
+            inp.a_aux.count(),
+            inp.b_aux.count(),
+            n - 1,
+            inp.aux.len(),
+            inp.a_len(),
+            inp.b_len(),
+            inp.b_len(),
+            srs_bytes(&inp),
+            host.as_ref()
+                .map_or(0, |h| h.g1.len() as u64 * G1B + h.g2.len() as u64 * G2B),
+            ms(t)
+        );
+        let mut results = Vec::new();
+        let mut st = gpu.staged();
+        if let Some(h) = &host {
+            st.srs_free()?;
+            let proofs = series(&mut st, &inp, Some(h), partitions, "streamed")?;
+            results.push(("streamed", proofs));
+        }
+        if mode != SrsMode::Streamed {
+            st.release_buffers()?;
+            let t = Instant::now();
+            let how = make_resident(&mut st, &inp, host.as_ref())?;
+            let setup = ms(t);
+            let bytes = srs_bytes(&inp);
+            println!(
+                "gpu_bench_resident log_domain={lg_n} how={how} srs_device_bytes={bytes} setup_ms={setup:.1} \
+                 gb_per_s={:.2}",
+                bytes as f64 / setup / 1e6
+            );
+            let proofs = series(&mut st, &inp, None, partitions, "resident")?;
+            st.srs_free()?;
+            results.push(("resident", proofs));
+        }
+        st.release_buffers()?;
+        if let [(_, x), (_, y)] = results.as_slice() {
+            println!(
+                "gpu_bench_check log_domain={lg_n} resident_equals_streamed={}",
+                x == y
+            );
+        }
+        Ok(())
+    }
+
+    fn srs_bytes(inp: &Input) -> u64 {
+        (inp.n() - 1 + inp.aux.len() + inp.a_len() + inp.b_len()) as u64 * G1B
+            + inp.b_len() as u64 * G2B
+    }
+
+    fn make_resident(
+        st: &mut Staged<'_>,
+        inp: &Input,
+        host: Option<&HostSrs>,
+    ) -> Result<&'static str> {
+        let lens = [
+            (Section::H, inp.n() - 1),
+            (Section::L, inp.aux.len()),
+            (Section::A, inp.a_len()),
+            (Section::BG1, inp.b_len()),
+        ];
+        for (sec, len) in lens {
+            st.srs_alloc(sec, len)?;
+            match host {
+                Some(h) => st.srs_upload_g1(sec, &h.g1[..len])?,
+                None => st.srs_tile_g1(sec, &inp.g1)?,
+            }
+        }
+        st.srs_alloc(Section::BG2, inp.b_len())?;
+        match host {
+            Some(h) => st.srs_upload_g2(&h.g2[..inp.b_len()])?,
+            None => st.srs_tile_g2(&inp.g2)?,
+        }
+        Ok(if host.is_some() {
+            "uploaded_from_host"
+        } else {
+            "tiled_on_device"
+        })
+    }
+
+    /// `partitions` partitions back to back; returns each proof's bytes.
+    fn series(
+        st: &mut Staged<'_>,
+        inp: &Input,
+        host: Option<&HostSrs>,
+        partitions: usize,
+        label: &str,
+    ) -> Result<Vec<[u8; 192]>> {
+        let mut totals = Vec::new();
+        let mut proofs = Vec::new();
+        for p in 0..partitions {
+            let (stages, bytes, proof) = partition(st, inp, host)
+                .with_context(|| format!("2^{} {label} partition {p}", inp.lg_n))?;
+            let total: f64 = stages.iter().map(|(_, v)| v).sum();
+            let line: Vec<String> = stages
+                .iter()
+                .map(|(k, v)| format!("{k}_ms={v:.1}"))
+                .collect();
+            println!(
+                "gpu_bench log_domain={} srs={label} partition={p} {} total_ms={total:.1} h2d_bytes={bytes}",
+                inp.lg_n,
+                line.join(" ")
+            );
+            totals.push(stages);
+            proofs.push(proof);
+        }
+        let rest = if totals.len() > 1 {
+            &totals[1..]
+        } else {
+            &totals[..]
+        };
+        let mean = |i: usize| rest.iter().map(|s| s[i].1).sum::<f64>() / rest.len() as f64;
+        let line: Vec<String> = (0..rest[0].len())
+            .map(|i| format!("{}_ms={:.1}", rest[0][i].0, mean(i)))
+            .collect();
+        let total = rest
+            .iter()
+            .map(|s| s.iter().map(|(_, v)| v).sum::<f64>())
+            .sum::<f64>()
+            / rest.len() as f64;
+        println!(
+            "gpu_bench_summary log_domain={} srs={label} partitions={partitions} mean_over={} {} total_ms={total:.1}",
+            inp.lg_n,
+            if totals.len() > 1 { "partitions_after_first" } else { "the_only_partition" },
+            line.join(" ")
+        );
+        Ok(proofs)
+    }
+
+    type Stages = Vec<(&'static str, f64)>;
+
+    fn partition(
+        st: &mut Staged<'_>,
+        inp: &Input,
+        host: Option<&HostSrs>,
+    ) -> Result<(Stages, u64, [u8; 192])> {
+        let mut s: Stages = Vec::new();
+        let n = inp.n();
+        let aux_n = inp.aux.len() as u64;
+        let words = aux_n.div_ceil(64);
+        // a/b/c, aux, two density bitmaps (words + prefix offsets).
+        let mut bytes = 3 * n as u64 * FR + aux_n * FR + 2 * words * 12;
+
+        let t = Instant::now();
+        st.upload_abc(&inp.a, &inp.b, &inp.c, inp.lg_n)?;
+        s.push(("upload_abc", ms(t)));
+        let t = Instant::now();
+        st.h_compute(inp.lg_n)?;
+        s.push(("ntt_h", ms(t)));
+
+        let t = Instant::now();
+        let h = match host {
+            Some(hs) => st.msm_g1(Source::H, &hs.g1[..n - 1])?,
+            None => st.msm_g1_resident(Source::H, Section::H, 0, n - 1)?,
+        };
+        s.push(("msm_h", ms(t)));
+
+        let t = Instant::now();
+        st.upload_aux(&inp.aux)?;
+        s.push(("upload_aux", ms(t)));
+        let t = Instant::now();
+        let l = match host {
+            Some(hs) => st.msm_g1(Source::Aux, &hs.g1[..inp.aux.len()])?,
+            None => st.msm_g1_resident(Source::Aux, Section::L, 0, inp.aux.len())?,
+        };
+        s.push(("msm_l", ms(t)));
+
+        let t = Instant::now();
+        let na = st.pick(&inp.a_aux)?;
+        let a_aux = match host {
+            Some(hs) => st.msm_g1(Source::Picked, &hs.g1[INPUTS..INPUTS + na])?,
+            None => st.msm_g1_resident(Source::Picked, Section::A, INPUTS, na)?,
+        };
+        s.push(("msm_a", ms(t)));
+
+        let t = Instant::now();
+        let bi = inp.b_input.count();
+        let nb = st.pick(&inp.b_aux)?;
+        let b1_aux = match host {
+            Some(hs) => st.msm_g1(Source::Picked, &hs.g1[bi..bi + nb])?,
+            None => st.msm_g1_resident(Source::Picked, Section::BG1, bi, nb)?,
+        };
+        s.push(("msm_b_g1", ms(t)));
+
+        let t = Instant::now();
+        let b2_aux = match host {
+            Some(hs) => st.msm_g2(Source::Picked, &hs.g2[bi..bi + nb])?,
+            None => st.msm_g2_resident(Source::Picked, bi, nb)?,
+        };
+        s.push(("msm_b_g2", ms(t)));
+        if host.is_some() {
+            bytes += (n as u64 - 1 + aux_n + (na + nb) as u64) * G1B + nb as u64 * G2B;
+        }
+
+        // Input MSMs on the CPU (the first points of each section) and the
+        // assembly, as the backend does.
+        let t = Instant::now();
+        let p1: Vec<G1Affine> = (0..INPUTS).map(|i| inp.g1[i % inp.g1.len()]).collect();
+        let p2: Vec<G2Affine> = (0..INPUTS).map(|i| inp.g2[i % inp.g2.len()]).collect();
+        let (a_in, _) = msm::<G1>(&p1, &inp.input, None);
+        let (b1_in, _) = msm::<G1>(&p1[..bi], &inp.input, Some(&inp.b_input));
+        let (b2_in, _) = msm::<G2>(&p2[..bi], &inp.input, Some(&inp.b_input));
+        let m = MsmResults {
+            a: a_in + a_aux,
+            b_g1: b1_in + b1_aux,
+            b_g2: b2_in + b2_aux,
+            h,
+            l,
+        };
+        let srs = SrsRef {
+            alpha_g1: inp.vk[0],
+            beta_g1: inp.vk[1],
+            beta_g2: inp.vk2[0],
+            delta_g1: inp.vk[2],
+            delta_g2: inp.vk2[1],
+            h: &[],
+            l: &[],
+            a: &[],
+            b_g1: &[],
+            b_g2: &[],
+        };
+        let proof = assemble(&srs, &m, Scalar::from(3u64), Scalar::from(5u64))?;
+        s.push(("inputs_assembly", ms(t)));
+        Ok((s, bytes, proof.to_bytes()))
+    }
+}
