@@ -200,6 +200,10 @@ enum Command {
         /// CUDA device.
         #[arg(long, default_value_t = 0)]
         device: usize,
+        /// Time the a/b/c upload and the H polynomial as one overlapped
+        /// call (the backend's path) instead of two stages.
+        #[arg(long)]
+        overlap: bool,
     },
     /// Time bellperson's CPU prover and ours on the same circuit, SRS, r and
     /// s; ends with `ratio_vs_bellperson=<x>`.
@@ -324,7 +328,8 @@ fn main() -> Result<()> {
             srs,
             partitions,
             device,
-        } => gpu_bench::run(log_domain, srs, partitions, device),
+            overlap,
+        } => gpu_bench::run(log_domain, srs, partitions, device, overlap),
         Command::ProverBench {
             kind,
             sector_size,

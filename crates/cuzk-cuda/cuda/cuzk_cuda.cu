@@ -232,21 +232,91 @@ static RustError msm_resident(cuzk_cuda_ctx* ctx, int source, int sec,
     CUZK_CATCH
 }
 
-// Copies `bytes` from host memory to the device on `s`, page-locking the
-// host range for the copy when CUDA allows it (else a pageable copy).
+// Page-locks a host range while it lives, when CUDA allows it (else copies
+// from it stay pageable); before unlocking it waits for `stream`, the one
+// copying from it (also when an exception unwinds).
+struct host_pin {
+    void* p = nullptr;
+    cudaStream_t stream;
+
+    host_pin(const void* ptr, size_t bytes, cudaStream_t s) : stream(s)
+    {
+        if (bytes == 0)
+            return;
+        if (cudaHostRegister(const_cast<void*>(ptr), bytes,
+                             cudaHostRegisterReadOnly) == cudaSuccess)
+            p = const_cast<void*>(ptr);
+        else
+            (void)cudaGetLastError();
+    }
+    ~host_pin()
+    {
+        if (p) {
+            (void)cudaStreamSynchronize(stream);
+            (void)cudaHostUnregister(p);
+        }
+    }
+    host_pin(const host_pin&) = delete;
+    host_pin& operator=(const host_pin&) = delete;
+};
+
+// Copies `bytes` from host memory to the device on `s` (page-locked for
+// the copy when possible) and waits for it.
 static void copy_to_device(cudaStream_t s, void* dst, const void* src,
                            size_t bytes)
 {
-    bool pinned = cudaHostRegister(const_cast<void*>(src), bytes,
-                                   cudaHostRegisterReadOnly) == cudaSuccess;
-    if (!pinned)
-        (void)cudaGetLastError();
-    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s);
-    cudaError_t e2 = cudaStreamSynchronize(s);
-    if (pinned)
-        (void)cudaHostUnregister(const_cast<void*>(src));
-    CUDA_OK(e);
-    CUDA_OK(e2);
+    host_pin pin(src, bytes, s);
+    CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+}
+
+// Enqueues the upload of a, b, c (`len` scalars each, zero-padded to n) on
+// `cp`, recording ev[k] when vector k is on the device.
+static void enqueue_abc(cuzk_cuda_ctx* ctx, const stream_t& cp,
+                        const fr_t* const h[3], size_t len, size_t n,
+                        event_t ev[3])
+{
+    fr_t* base = ctx->abc.ptr;
+    for (int k = 0; k < 3; k++) {
+        fr_t* d = base + k * n;
+        if (len)
+            CUDA_OK(cudaMemcpyAsync(d, h[k], len * sizeof(fr_t),
+                                    cudaMemcpyHostToDevice, cp));
+        if (len < n)
+            cp.bzero(d + len, n - len);
+        ev[k].record(cp);
+    }
+}
+
+// The H coefficients from a|b|c on `s`, vector k's NTTs waiting for ev[k]
+// when given: iNTT, coset NTT (generator 7), (a·b − c)·z_inv, coset iNTT.
+static void h_from_abc(cuzk_cuda_ctx* ctx, const stream_t& s, uint32_t lg_n,
+                       const fr_t* z_inv, event_t* ev)
+{
+    size_t n = (size_t)1 << lg_n;
+    fr_t* d[3] = {ctx->abc.ptr, ctx->abc.ptr + n, ctx->abc.ptr + 2 * n};
+    if (lg_n == 0) {
+        if (ev)
+            for (int k = 0; k < 3; k++)
+                ev[k].wait(s);
+        return;
+    }
+    for (int k = 0; k < 3; k++) {
+        if (ev)
+            ev[k].wait(s);
+        NTT::Base_dev_ptr(const_cast<stream_t&>(s), d[k], lg_n,
+                          NTT::InputOutputOrder::NR, NTT::Direction::inverse,
+                          NTT::Type::standard);
+        NTT::Base_dev_ptr(const_cast<stream_t&>(s), d[k], lg_n,
+                          NTT::InputOutputOrder::RN, NTT::Direction::forward,
+                          NTT::Type::coset);
+    }
+    fr_t zi;
+    memcpy((void*)&zi, (const void*)z_inv, sizeof(fr_t));
+    launch_h_pointwise(s, d[0], d[1], d[2], zi, n);
+    NTT::Base_dev_ptr(const_cast<stream_t&>(s), d[0], lg_n,
+                      NTT::InputOutputOrder::NN, NTT::Direction::inverse,
+                      NTT::Type::coset);
 }
 
 extern "C" {
@@ -312,8 +382,21 @@ RustError cuzk_cuda_ctx_trim(cuzk_cuda_ctx* ctx)
     CUZK_CATCH
 }
 
+// Checks the domain and makes room for a|b|c.
+static void abc_reserve(cuzk_cuda_ctx* ctx, size_t len, uint32_t lg_n)
+{
+    ctx->h_ready = false;
+    ctx->lg_n = 0;
+    if (lg_n > MAX_LG_DOMAIN_SIZE)
+        throw cuda_error{-5, std::string("domain too large for sppark's NTT")};
+    if (len > ((size_t)1 << lg_n))
+        throw cuda_error{-5, std::string("more evaluations than the domain holds")};
+    ctx->abc.reserve(3 * ((size_t)1 << lg_n));
+}
+
 // Uploads a, b, c (`len` scalars each, zero-padded to n = 2^lg_n) into
-// the context's a|b|c buffer. On return the host vectors may be freed.
+// the context's a|b|c buffer, from page-locked host memory when CUDA can
+// lock it, and waits. On return the host vectors may be freed.
 RustError cuzk_cuda_abc_upload(cuzk_cuda_ctx* ctx, const fr_t* a,
                                const fr_t* b, const fr_t* c, size_t len,
                                uint32_t lg_n)
@@ -321,30 +404,22 @@ RustError cuzk_cuda_abc_upload(cuzk_cuda_ctx* ctx, const fr_t* a,
     CUZK_TRY
     const gpu_t& gpu = *ctx->gpu;
     gpu.select();
-    ctx->h_ready = false;
-    ctx->lg_n = 0;
-    if (lg_n > MAX_LG_DOMAIN_SIZE)
-        return bad_arg("domain too large for sppark's NTT");
+    abc_reserve(ctx, len, lg_n);
     size_t n = (size_t)1 << lg_n;
-    if (len > n)
-        return bad_arg("more evaluations than the domain holds");
-    ctx->abc.reserve(3 * n);
-    fr_t* d[3] = {ctx->abc.ptr, ctx->abc.ptr + n, ctx->abc.ptr + 2 * n};
-    const fr_t* h[3] = {a, b, c};
-    stream_t& s = gpu;
-    for (int k = 0; k < 3; k++) {
-        if (len)
-            s.HtoD(d[k], h[k], len);
-        if (len < n)
-            s.bzero(d[k] + len, n - len);
+    const stream_t& s = gpu;
+    const fr_t* const h[3] = {a, b, c};
+    {
+        host_pin pa(a, len * sizeof(fr_t), s), pb(b, len * sizeof(fr_t), s),
+            pc(c, len * sizeof(fr_t), s);
+        event_t ev[3];
+        enqueue_abc(ctx, s, h, len, n, ev);
+        s.sync();
     }
-    s.sync();
     ctx->lg_n = lg_n;
     CUZK_CATCH
 }
 
-// Turns the uploaded a, b, c into the H coefficients in place: iNTT, coset
-// NTT (generator 7), (a·b − c)·z_inv, coset iNTT.
+// Turns the uploaded a, b, c into the H coefficients in place.
 RustError cuzk_cuda_h_compute(cuzk_cuda_ctx* ctx, uint32_t lg_n,
                               const fr_t* z_inv)
 {
@@ -354,36 +429,40 @@ RustError cuzk_cuda_h_compute(cuzk_cuda_ctx* ctx, uint32_t lg_n,
     ctx->h_ready = false;
     if (lg_n != ctx->lg_n || ctx->abc.cap < 3 * ((size_t)1 << lg_n))
         return bad_arg("a, b, c not uploaded for this domain");
-    size_t n = (size_t)1 << lg_n;
-    fr_t* d[3] = {ctx->abc.ptr, ctx->abc.ptr + n, ctx->abc.ptr + 2 * n};
-    stream_t& s = gpu;
-    if (lg_n > 0) {
-        for (int k = 0; k < 3; k++) {
-            NTT::Base_dev_ptr(s, d[k], lg_n, NTT::InputOutputOrder::NR,
-                              NTT::Direction::inverse, NTT::Type::standard);
-            NTT::Base_dev_ptr(s, d[k], lg_n, NTT::InputOutputOrder::RN,
-                              NTT::Direction::forward, NTT::Type::coset);
-        }
-        fr_t zi;
-        memcpy((void*)&zi, (const void*)z_inv, sizeof(fr_t));
-        launch_h_pointwise(s, d[0], d[1], d[2], zi, n);
-        NTT::Base_dev_ptr(s, d[0], lg_n, NTT::InputOutputOrder::NN,
-                          NTT::Direction::inverse, NTT::Type::coset);
-    }
+    const stream_t& s = gpu;
+    h_from_abc(ctx, s, lg_n, z_inv, nullptr);
     s.sync();
     ctx->h_ready = true;
     CUZK_CATCH
 }
 
-// Both of the above.
+// Both, overlapped: a, b, c are copied (page-locked when possible) on a
+// copy stream while the NTT stream transforms each vector as soon as its
+// copy has landed. On return the host vectors may be freed.
 RustError cuzk_cuda_h_prepare(cuzk_cuda_ctx* ctx, const fr_t* a, const fr_t* b,
                               const fr_t* c, size_t len, uint32_t lg_n,
                               const fr_t* z_inv)
 {
-    RustError e = cuzk_cuda_abc_upload(ctx, a, b, c, len, lg_n);
-    if (e.code != 0)
-        return e;
-    return cuzk_cuda_h_compute(ctx, lg_n, z_inv);
+    CUZK_TRY
+    const gpu_t& gpu = *ctx->gpu;
+    gpu.select();
+    abc_reserve(ctx, len, lg_n);
+    size_t n = (size_t)1 << lg_n;
+    const stream_t& s = gpu;
+    const stream_t& cp = gpu[0];
+    const fr_t* const h[3] = {a, b, c};
+    {
+        host_pin pa(a, len * sizeof(fr_t), cp), pb(b, len * sizeof(fr_t), cp),
+            pc(c, len * sizeof(fr_t), cp);
+        event_t ev[3];
+        enqueue_abc(ctx, cp, h, len, n, ev);
+        h_from_abc(ctx, s, lg_n, z_inv, ev);
+        s.sync();
+        cp.sync();
+    }
+    ctx->lg_n = lg_n;
+    ctx->h_ready = true;
+    CUZK_CATCH
 }
 
 // Allocates resident SRS section `sec` for `npoints` points (freeing what
@@ -469,8 +548,7 @@ RustError cuzk_cuda_upload_aux(cuzk_cuda_ctx* ctx, const fr_t* aux, size_t len)
     ctx->picked_len = 0;
     ctx->aux.reserve(len ? len : 1);
     if (len)
-        gpu.HtoD(ctx->aux.ptr, aux, len);
-    gpu.sync();
+        copy_to_device((cudaStream_t)gpu, ctx->aux.ptr, aux, len * sizeof(fr_t));
     ctx->aux_len = len;
     CUZK_CATCH
 }

@@ -44,15 +44,24 @@ impl<'a> Staged<'a> {
         self.ctx.upload_abc(a, b, c, lg_n)
     }
 
+    /// Upload and H together, as the backend does: the copies of a, b, c
+    /// (page-locked when possible) overlap the NTTs of the vectors already
+    /// on the device.
+    pub fn h_prepare(
+        &mut self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+        lg_n: u32,
+    ) -> Result<(), CudaError> {
+        let z_inv = z_inverse(lg_n)?;
+        self.ctx.h_prepare(a, b, c, lg_n, &z_inv)
+    }
+
     /// The H coefficients from the uploaded a, b, c (iNTT, coset NTT,
     /// pointwise, coset iNTT), as source [`Source::H`].
     pub fn h_compute(&mut self, lg_n: u32) -> Result<(), CudaError> {
-        if lg_n > Scalar::S {
-            return Err(CudaError::Input(format!("domain 2^{lg_n} too large")));
-        }
-        let z = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([1u64 << lg_n]) - Scalar::ONE;
-        let z_inv: Option<Scalar> = z.invert().into();
-        let z_inv = z_inv.ok_or_else(|| CudaError::Input("Z(g) is zero".into()))?;
+        let z_inv = z_inverse(lg_n)?;
         self.ctx.h_compute(lg_n, &z_inv)
     }
 
@@ -135,4 +144,13 @@ impl<'a> Staged<'a> {
     ) -> Result<G2Projective, CudaError> {
         self.ctx.msm_g2_resident(source, offset, npoints)
     }
+}
+
+/// 1/(g^n − 1) for the coset generator g = 7 and n = 2^lg_n.
+fn z_inverse(lg_n: u32) -> Result<Scalar, CudaError> {
+    if lg_n > Scalar::S {
+        return Err(CudaError::Input(format!("domain 2^{lg_n} too large")));
+    }
+    let z = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([1u64 << lg_n]) - Scalar::ONE;
+    Option::from(z.invert()).ok_or_else(|| CudaError::Input("Z(g) is zero".into()))
 }
