@@ -502,3 +502,26 @@ mod imp {
         Ok((s, bytes, proof.to_bytes()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_range;
+
+    #[test]
+    fn log_domain_ranges() {
+        assert_eq!(parse_range("24"), Ok((24, 24)));
+        assert_eq!(parse_range("20..27"), Ok((20, 27)));
+        assert_eq!(parse_range("20..=27"), Ok((20, 27)));
+        assert!(parse_range("27..20").is_err());
+        assert!(parse_range("29").is_err());
+        assert!(parse_range("x").is_err());
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    #[test]
+    fn without_the_feature_gpu_bench_says_so() {
+        let e = super::run((20, 20), super::SrsMode::Both, 1, 0, false)
+            .expect_err("no CUDA backend is built");
+        assert!(e.to_string().contains("--features cuda"), "{e}");
+    }
+}

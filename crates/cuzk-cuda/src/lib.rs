@@ -131,6 +131,16 @@ mod tests {
         assert_eq!(gen, Scalar::from(7u64));
     }
 
+    #[test]
+    fn srs_placement_parses() {
+        use crate::SrsPlacement;
+        assert_eq!("auto".parse(), Ok(SrsPlacement::Auto));
+        assert_eq!("Always".parse(), Ok(SrsPlacement::Always));
+        assert_eq!("never".parse(), Ok(SrsPlacement::Never));
+        assert!("sometimes".parse::<SrsPlacement>().is_err());
+        assert_eq!(SrsPlacement::default(), SrsPlacement::Auto);
+    }
+
     #[cfg(not(feature = "cuda"))]
     #[test]
     fn without_the_feature_the_backend_says_so() {
