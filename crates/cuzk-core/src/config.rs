@@ -48,6 +48,21 @@ pub struct GpusConfig {
     pub backend: BackendChoice,
     /// CUDA device ordinals to use; empty: every usable device.
     pub devices: Vec<usize>,
+    /// Where the SRS points live for the GPU MSMs: `"auto"` (in VRAM
+    /// across partitions and jobs when they fit beside a partition, else
+    /// streamed from host memory), `"always"` (in VRAM; a partition fails
+    /// when they do not fit) or `"never"` (streamed every partition).
+    pub srs_on_device: SrsOnDevice,
+}
+
+/// `gpus.srs_on_device`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SrsOnDevice {
+    #[default]
+    Auto,
+    Always,
+    Never,
 }
 
 /// `[daemon]`: where and how the daemon serves.

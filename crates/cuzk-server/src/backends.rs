@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use cuzk_core::config::{BackendChoice, GpusConfig};
-use cuzk_cuda::CudaBackend;
+use cuzk_core::config::{BackendChoice, GpusConfig, SrsOnDevice};
+use cuzk_cuda::{CudaBackend, SrsPlacement};
 use cuzk_prover::{CpuBackend, ProverBackend};
 use tracing::{info, warn};
 
@@ -12,8 +12,8 @@ use tracing::{info, warn};
 pub fn from_config(gpus: &GpusConfig) -> Result<Vec<Arc<dyn ProverBackend>>, String> {
     match gpus.backend {
         BackendChoice::Cpu => Ok(vec![Arc::new(CpuBackend)]),
-        BackendChoice::Cuda => cuda(&gpus.devices),
-        BackendChoice::Auto => match cuda(&gpus.devices) {
+        BackendChoice::Cuda => cuda(gpus),
+        BackendChoice::Auto => match cuda(gpus) {
             Ok(b) => Ok(b),
             Err(e) => {
                 if cfg!(feature = "cuda") {
@@ -27,7 +27,13 @@ pub fn from_config(gpus: &GpusConfig) -> Result<Vec<Arc<dyn ProverBackend>>, Str
     }
 }
 
-fn cuda(devices: &[usize]) -> Result<Vec<Arc<dyn ProverBackend>>, String> {
+fn cuda(gpus: &GpusConfig) -> Result<Vec<Arc<dyn ProverBackend>>, String> {
+    let devices = &gpus.devices;
+    let placement = match gpus.srs_on_device {
+        SrsOnDevice::Auto => SrsPlacement::Auto,
+        SrsOnDevice::Always => SrsPlacement::Always,
+        SrsOnDevice::Never => SrsPlacement::Never,
+    };
     let count = cuzk_cuda::device_count().map_err(|e| e.to_string())?;
     if !cfg!(feature = "cuda") {
         return Err(cuzk_cuda::CudaError::NotBuilt.to_string());
@@ -45,9 +51,9 @@ fn cuda(devices: &[usize]) -> Result<Vec<Arc<dyn ProverBackend>>, String> {
         if out.iter().any(|b| b.name() == format!("cuda:{d}")) {
             return Err(format!("gpus.devices lists device {d} twice"));
         }
-        let b = CudaBackend::new(d).map_err(|e| format!("gpus.devices: {e}"))?;
+        let b = CudaBackend::with_placement(d, placement).map_err(|e| format!("gpus.devices: {e}"))?;
         let name = b.device_name().unwrap_or_default();
-        info!(device = d, name, "CUDA prover backend");
+        info!(device = d, name, srs_on_device = ?placement, "CUDA prover backend");
         out.push(Arc::new(b));
     }
     Ok(out)
@@ -61,7 +67,7 @@ mod tests {
     fn cpu_and_auto_without_a_device_prove_on_the_cpu() {
         let cpu = from_config(&GpusConfig {
             backend: BackendChoice::Cpu,
-            devices: vec![],
+            ..Default::default()
         })
         .unwrap();
         assert_eq!(cpu.iter().map(|b| b.name()).collect::<Vec<_>>(), ["cpu"]);
@@ -70,7 +76,7 @@ mod tests {
             assert_eq!(auto.iter().map(|b| b.name()).collect::<Vec<_>>(), ["cpu"]);
             let e = from_config(&GpusConfig {
                 backend: BackendChoice::Cuda,
-                devices: vec![],
+                ..Default::default()
             })
             .err()
             .expect("cuda without a device is refused");
