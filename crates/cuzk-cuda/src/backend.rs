@@ -194,14 +194,7 @@ impl ProverBackend for CudaBackend {
         s: &[Scalar],
         abc_freed: &mut dyn FnMut(usize),
     ) -> Result<(Vec<Proof>, ProveStats), ProverError> {
-        if r.len() != witnesses.len() || s.len() != witnesses.len() {
-            return Err(ProverError::Input(format!(
-                "{} witnesses but {} r and {} s values",
-                witnesses.len(),
-                r.len(),
-                s.len()
-            )));
-        }
+        cuzk_prover::backend::check_batch(witnesses.len(), r, s)?;
         #[cfg(feature = "cuda")]
         {
             gpu::prove(self, witnesses, srs, r, s, abc_freed)

@@ -147,6 +147,18 @@ pub trait ProverBackend: Send + Sync {
     ) -> Result<(Vec<Proof>, ProveStats), ProverError>;
 }
 
+/// Checks that a batch has one r and one s per witness.
+pub fn check_batch(witnesses: usize, r: &[Scalar], s: &[Scalar]) -> Result<(), ProverError> {
+    if r.len() != witnesses || s.len() != witnesses {
+        return Err(ProverError::Input(format!(
+            "{witnesses} witnesses but {} r and {} s values",
+            r.len(),
+            s.len()
+        )));
+    }
+    Ok(())
+}
+
 /// Checks that the SRS sizes fit a witness.
 pub fn check_srs(w: &PartitionWitness, srs: &SrsRef<'_>, domain_size: usize) -> Result<(), ProverError> {
     let need = |what: &str, have: usize, want: usize| {

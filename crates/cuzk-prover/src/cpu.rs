@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use blstrs::Scalar;
 
-use crate::backend::{check_srs, ProveStats, ProverBackend, ProverError, SrsRef};
+use crate::backend::{check_batch, check_srs, ProveStats, ProverBackend, ProverError, SrsRef};
 use crate::msm::{msm, G1, G2};
 use crate::ntt::{compute_h, Domain};
 use crate::proof::{assemble, MsmResults, Proof};
@@ -92,14 +92,7 @@ impl ProverBackend for CpuBackend {
         s: &[Scalar],
         abc_freed: &mut dyn FnMut(usize),
     ) -> Result<(Vec<Proof>, ProveStats), ProverError> {
-        if r.len() != witnesses.len() || s.len() != witnesses.len() {
-            return Err(ProverError::Input(format!(
-                "{} witnesses but {} r and {} s values",
-                witnesses.len(),
-                r.len(),
-                s.len()
-            )));
-        }
+        check_batch(witnesses.len(), r, s)?;
         let mut stats = ProveStats::default();
         let mut proofs = Vec::with_capacity(witnesses.len());
         for (i, ((w, r), s)) in witnesses.iter_mut().zip(r).zip(s).enumerate() {
