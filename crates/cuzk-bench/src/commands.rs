@@ -23,7 +23,10 @@ pub fn gen_fixtures(dir: &Path) -> Result<Fixtures> {
     );
     let mut p = FixtureProgress::new();
     let f = cuzk_fixtures::ensure(dir, &mut |e| p.on(e))?;
-    eprintln!("fixtures ready (parameters in {})", f.params_dir().display());
+    eprintln!(
+        "fixtures ready (parameters in {})",
+        f.params_dir().display()
+    );
     Ok(f)
 }
 
@@ -58,7 +61,9 @@ pub async fn check(fixtures: &Fixtures, kind: ProofKind, reply: AwaitProofRespon
     if reply.status != Status::Completed as i32 {
         let note = format!(
             "status={} error={}",
-            Status::try_from(reply.status).map(|s| s.as_str_name()).unwrap_or("?"),
+            Status::try_from(reply.status)
+                .map(|s| s.as_str_name())
+                .unwrap_or("?"),
             reply.error_message
         );
         return Checked {
@@ -223,7 +228,10 @@ pub async fn status(addr: &str) -> Result<()> {
         s.uptime_seconds, s.total_proofs_completed, s.total_proofs_failed
     );
     for q in &s.queues {
-        println!("queue {:<13} pending={} in_progress={}", q.proof_kind, q.pending, q.in_progress);
+        println!(
+            "queue {:<13} pending={} in_progress={}",
+            q.proof_kind, q.pending, q.in_progress
+        );
     }
     for g in &s.gpus {
         println!(
@@ -232,7 +240,10 @@ pub async fn status(addr: &str) -> Result<()> {
         );
     }
     for srs in &s.loaded_srs {
-        println!("srs {} tier={} bytes={} refs={}", srs.circuit_id, srs.tier, srs.size_bytes, srs.ref_count);
+        println!(
+            "srs {} tier={} bytes={} refs={}",
+            srs.circuit_id, srs.tier, srs.size_bytes, srs.ref_count
+        );
     }
     Ok(())
 }

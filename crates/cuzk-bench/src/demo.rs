@@ -69,7 +69,10 @@ pub async fn run(dir: &Path) -> Result<bool> {
             }
             Err(e) => {
                 all_ok = false;
-                println!("{:<13} total_ms=0 verified=false  (error: {e:#})", kind.as_str());
+                println!(
+                    "{:<13} total_ms=0 verified=false  (error: {e:#})",
+                    kind.as_str()
+                );
             }
         }
     }

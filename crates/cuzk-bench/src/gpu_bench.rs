@@ -2,8 +2,9 @@
 //! input at domain 2^k, without circuit synthesis (too slow at 2^27).
 //!
 //! The input is synthetic but shaped like a PoRep partition: a, b, c of n =
-//! 2^k random scalars; aux ≈ n variables, 45 % zeros, 45 % ones, 10 %
-//! random; ~95 % of the A-density bits and ~25 % of the B-density bits set.
+//! 2^k scalars from a pool of random ones; aux ≈ n variables, 45 % zeros,
+//! 45 % ones, 10 % distinct random values; ~95 % of the A-density bits and
+//! ~25 % of the B-density bits set.
 //! SRS points are valid (random multiples of the generators) but a few
 //! thousand of them are repeated to fill each section: timings are those of
 //! real points, the SRS is not a real one. Streamed: the points are tiled
@@ -15,7 +16,10 @@
 //! partition, one `gpu_bench_summary` per size and SRS mode). a/b/c and aux
 //! are copied from page-locked host memory when CUDA can lock it; with
 //! `--overlap` the a/b/c upload and the H computation are one call whose
-//! copies overlap the NTTs (as in the backend).
+//! copies overlap the NTTs (as in the backend). `--split01` times the
+//! resident L, A and B MSMs with the 0/1 split (the backend's default), as
+//! plain Pippenger over every scalar, or both side by side (then checks
+//! that the proofs are equal).
 
 use anyhow::{bail, Result};
 
@@ -25,6 +29,25 @@ pub enum SrsMode {
     Resident,
     Streamed,
     Both,
+}
+
+/// Whether the resident witness MSMs split their 0/1 scalars.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Split01 {
+    On,
+    Off,
+    Both,
+}
+
+/// What to time at each size.
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub struct Opts {
+    pub srs: SrsMode,
+    pub partitions: usize,
+    pub device: usize,
+    pub overlap: bool,
+    pub split01: Split01,
 }
 
 /// Parses `A..B` (inclusive) or `A`.
@@ -47,25 +70,14 @@ pub fn parse_range(s: &str) -> Result<(u32, u32), String> {
 }
 
 #[cfg(not(feature = "cuda"))]
-pub fn run(
-    _range: (u32, u32),
-    _srs: SrsMode,
-    _partitions: usize,
-    _device: usize,
-    _overlap: bool,
-) -> Result<()> {
+pub fn run(_range: (u32, u32), _opts: Opts) -> Result<()> {
     bail!("gpu-bench needs the CUDA backend: rebuild cuzk-bench with `--features cuda`")
 }
 
 #[cfg(feature = "cuda")]
-pub fn run(
-    range: (u32, u32),
-    srs: SrsMode,
-    partitions: usize,
-    device: usize,
-    overlap: bool,
-) -> Result<()> {
-    if partitions == 0 {
+pub fn run(range: (u32, u32), opts: Opts) -> Result<()> {
+    let device = opts.device;
+    if opts.partitions == 0 {
         bail!("--partitions must be at least 1");
     }
     use anyhow::Context;
@@ -76,7 +88,7 @@ pub fn run(
         gpu.device_name().unwrap_or_else(|e| e.to_string())
     );
     for k in range.0..=range.1 {
-        imp::one_size(&gpu, k, srs, partitions, overlap)?;
+        imp::one_size(&gpu, k, opts)?;
     }
     Ok(())
 }
@@ -97,7 +109,7 @@ mod imp {
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
-    use super::SrsMode;
+    use super::{Opts, Split01, SrsMode};
 
     const INPUTS: usize = 40;
     const POOL: usize = 4096;
@@ -133,6 +145,16 @@ mod imp {
             }
         });
         v
+    }
+
+    /// A scalar below 2^254 (< r) from four splitmix words.
+    fn random_scalar(seed: u64) -> Scalar {
+        let mut bytes = [0u8; 32];
+        for (k, chunk) in bytes.chunks_mut(8).enumerate() {
+            chunk.copy_from_slice(&splitmix(seed.wrapping_add(k as u64 + 1)).to_le_bytes());
+        }
+        bytes[31] &= 0x3f;
+        Option::from(Scalar::from_bytes_le(&bytes)).unwrap_or(Scalar::ONE)
     }
 
     fn density(len: usize, seed: u64, percent_set: u64) -> Density {
@@ -194,7 +216,9 @@ mod imp {
             match h % 100 {
                 0..=44 => Scalar::ZERO,
                 45..=89 => Scalar::ONE,
-                _ => pool[((h >> 8) % POOL as u64) as usize],
+                // Distinct values, as hash outputs are (a small pool
+                // would pile Pippenger's points into a few buckets).
+                _ => random_scalar(h),
             }
         });
         let mut input: Vec<Scalar> = pool[..INPUTS].to_vec();
@@ -252,16 +276,11 @@ mod imp {
         t.elapsed().as_secs_f64() * 1e3
     }
 
-    pub(super) fn one_size(
-        gpu: &CudaBackend,
-        lg_n: u32,
-        mode: SrsMode,
-        partitions: usize,
-        overlap: bool,
-    ) -> Result<()> {
+    pub(super) fn one_size(gpu: &CudaBackend, lg_n: u32, opts: Opts) -> Result<()> {
+        let (mode, partitions) = (opts.srs, opts.partitions);
         let t = Instant::now();
         let mut inp = make_input(lg_n);
-        inp.overlap = overlap;
+        inp.overlap = opts.overlap;
         let n = inp.n();
         let want_streamed = mode != SrsMode::Resident;
         let host = want_streamed.then(|| host_srs(&inp));
@@ -301,9 +320,36 @@ mod imp {
                  gb_per_s={:.2}",
                 bytes as f64 / setup / 1e6
             );
-            let proofs = series(&mut st, &inp, None, partitions, "resident")?;
+            let splits: &[bool] = match opts.split01 {
+                Split01::On => &[true],
+                Split01::Off => &[false],
+                Split01::Both => &[false, true],
+            };
+            let mut by_split = Vec::new();
+            for &split in splits {
+                st.set_split01(split)?;
+                let label = if split { "resident" } else { "resident_plain" };
+                let proofs = series(&mut st, &inp, None, partitions, label)?;
+                let shape = st.take_shape()?;
+                if split {
+                    println!(
+                        "gpu_bench_split01 log_domain={lg_n} zeros={} ones={} others={}",
+                        shape.zeros, shape.ones, shape.others
+                    );
+                }
+                by_split.push(proofs);
+            }
+            st.set_split01(true)?;
             st.srs_free()?;
-            results.push(("resident", proofs));
+            if let [plain, split] = by_split.as_slice() {
+                println!(
+                    "gpu_bench_check log_domain={lg_n} split01_equals_plain={}",
+                    plain == split
+                );
+            }
+            if let Some(proofs) = by_split.pop() {
+                results.push(("resident", proofs));
+            }
         }
         st.release_buffers()?;
         if let [(_, x), (_, y)] = results.as_slice() {
@@ -520,8 +566,14 @@ mod tests {
     #[cfg(not(feature = "cuda"))]
     #[test]
     fn without_the_feature_gpu_bench_says_so() {
-        let e = super::run((20, 20), super::SrsMode::Both, 1, 0, false)
-            .expect_err("no CUDA backend is built");
+        let opts = super::Opts {
+            srs: super::SrsMode::Both,
+            partitions: 1,
+            device: 0,
+            overlap: false,
+            split01: super::Split01::Both,
+        };
+        let e = super::run((20, 20), opts).expect_err("no CUDA backend is built");
         assert!(e.to_string().contains("--features cuda"), "{e}");
     }
 }

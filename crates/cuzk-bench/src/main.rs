@@ -23,7 +23,11 @@ use cuzk_core::ProofKind;
 const DEFAULT_ADDR: &str = "http://127.0.0.1:9820";
 
 #[derive(Parser)]
-#[command(name = "cuzk-bench", version, about = "cuzk client: fixtures, proofs, status, demo")]
+#[command(
+    name = "cuzk-bench",
+    version,
+    about = "cuzk client: fixtures, proofs, status, demo"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -45,7 +49,9 @@ struct FixtureDir {
 
 impl FixtureDir {
     fn dir(&self) -> PathBuf {
-        self.fixtures.clone().unwrap_or_else(cuzk_fixtures::default_dir)
+        self.fixtures
+            .clone()
+            .unwrap_or_else(cuzk_fixtures::default_dir)
     }
 }
 
@@ -204,6 +210,9 @@ enum Command {
         /// call (the backend's path) instead of two stages.
         #[arg(long)]
         overlap: bool,
+        /// Resident L/A/B MSMs with the 0/1 split, plain, or both.
+        #[arg(long, value_enum, default_value = "on")]
+        split01: gpu_bench::Split01,
     },
     /// Time bellperson's CPU prover and ours on the same circuit, SRS, r and
     /// s; ends with `ratio_vs_bellperson=<x>`.
@@ -228,9 +237,8 @@ enum Command {
 }
 
 fn parse_kind(s: &str) -> Result<ProofKind, String> {
-    ProofKind::parse(s).ok_or_else(|| {
-        format!("unknown kind {s:?}: use porep, snap, window-post or winning-post")
-    })
+    ProofKind::parse(s)
+        .ok_or_else(|| format!("unknown kind {s:?}: use porep, snap, window-post or winning-post"))
 }
 
 fn parse_backend(s: &str) -> Result<cuzk_core::config::BackendChoice, String> {
@@ -249,14 +257,18 @@ fn parse_priority(s: &str) -> Result<i32, String> {
         "normal" => Ok(2),
         "high" => Ok(3),
         "critical" => Ok(4),
-        _ => Err(format!("unknown priority {s:?}: use low, normal, high or critical")),
+        _ => Err(format!(
+            "unknown priority {s:?}: use low, normal, high or critical"
+        )),
     }
 }
 
 fn main() -> Result<()> {
     init_logging();
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     match cli.command {
         Command::GenFixtures { sector_size, dir } => {
             check_sector_size(&sector_size)?;
@@ -271,7 +283,8 @@ fn main() -> Result<()> {
             compare,
         } => {
             check_sector_size(&sector_size)?;
-            let dir = dir.unwrap_or_else(|| cuzk_fixtures::params_dir(&cuzk_fixtures::default_dir()));
+            let dir =
+                dir.unwrap_or_else(|| cuzk_fixtures::params_dir(&cuzk_fixtures::default_dir()));
             gen_params::run(&gen_params::circuits(&kind)?, &dir, seed, force, compare)
         }
         Command::Single {
@@ -293,7 +306,13 @@ fn main() -> Result<()> {
             concurrency,
             target,
             fixtures,
-        } => runtime.block_on(commands::batch(&target.addr, &fixtures.dir(), kind, count, concurrency)),
+        } => runtime.block_on(commands::batch(
+            &target.addr,
+            &fixtures.dir(),
+            kind,
+            count,
+            concurrency,
+        )),
         Command::Stress {
             jobs,
             concurrency,
@@ -329,7 +348,17 @@ fn main() -> Result<()> {
             partitions,
             device,
             overlap,
-        } => gpu_bench::run(log_domain, srs, partitions, device, overlap),
+            split01,
+        } => gpu_bench::run(
+            log_domain,
+            gpu_bench::Opts {
+                srs,
+                partitions,
+                device,
+                overlap,
+                split01,
+            },
+        ),
         Command::ProverBench {
             kind,
             sector_size,

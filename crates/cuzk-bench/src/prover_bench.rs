@@ -109,7 +109,8 @@ pub fn measure(kind: ProofKind, dir: &Path, which: Impl) -> Result<Run> {
                 let synthesized = source.synthesize(k)?;
                 run.synthesis_ms += ms(synthesized.elapsed);
                 let mut w = [synthesized.witness];
-                let (proofs, st) = CpuBackend.prove(&mut w, &srs.as_srs_ref(), &r[k..=k], &s[k..=k])?;
+                let (proofs, st) =
+                    CpuBackend.prove(&mut w, &srs.as_srs_ref(), &r[k..=k], &s[k..=k])?;
                 accumulate(&mut stats, &st);
                 proof.extend_from_slice(&proofs[0].to_bytes());
             }
@@ -152,7 +153,14 @@ pub fn compare(kind: ProofKind, dir: &Path, runs: usize) -> Result<()> {
     let exe = std::env::current_exe()?;
     let child = |which: &str| -> Result<Run> {
         let out = Command::new(&exe)
-            .args(["prover-bench", "--kind", kind.as_str(), "--impl", which, "--json"])
+            .args([
+                "prover-bench",
+                "--kind",
+                kind.as_str(),
+                "--impl",
+                which,
+                "--json",
+            ])
             .arg("--fixtures")
             .arg(dir)
             .output()
@@ -199,7 +207,10 @@ pub fn compare(kind: ProofKind, dir: &Path, runs: usize) -> Result<()> {
         "  scalars (l, a, b queries) zeros={} ones={} others={}",
         c.zeros, c.ones, c.others
     );
-    println!("proofs_identical={} verified=true", b.proof_hex == c.proof_hex);
+    println!(
+        "proofs_identical={} verified=true",
+        b.proof_hex == c.proof_hex
+    );
     if b.proof_hex != c.proof_hex {
         bail!("the two provers made different proofs from the same r and s");
     }

@@ -42,13 +42,20 @@ pub fn run(kind: ProofKind, fixtures_dir: &Path, checked: bool, warm_dir: &Path)
     if checked {
         let t = Instant::now();
         file.decode(SubgroupCheck::Full)?;
-        println!("  decode checked (subgroup): {:.0} ms", t.elapsed().as_secs_f64() * 1000.0);
+        println!(
+            "  decode checked (subgroup): {:.0} ms",
+            t.elapsed().as_secs_f64() * 1000.0
+        );
     }
     std::fs::create_dir_all(warm_dir)?;
     let warm_path = warm_dir.join(format!("{}.warm", req.proof_type.circuit_id()));
     let t = Instant::now();
     write_warm(&srs, &warm_path).with_context(|| format!("writing {}", warm_path.display()))?;
-    println!("  warm write: {:.0} ms ({})", t.elapsed().as_secs_f64() * 1000.0, warm_path.display());
+    println!(
+        "  warm write: {:.0} ms ({})",
+        t.elapsed().as_secs_f64() * 1000.0,
+        warm_path.display()
+    );
     let t = Instant::now();
     let warm = WarmSrs::open(&warm_path)?;
     println!(

@@ -179,7 +179,10 @@ pub async fn run(opts: Options) -> Result<bool> {
             config.gpus.backend = opts.backend;
             let daemon = Daemon::start(config).await?;
             let addr = daemon.client_address();
-            eprintln!("prover backends: {}", daemon.engine().status().backends.join(", "));
+            eprintln!(
+                "prover backends: {}",
+                daemon.engine().status().backends.join(", ")
+            );
             let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
             let server = tokio::spawn(daemon.serve(async {
                 let _ = stop_rx.await;

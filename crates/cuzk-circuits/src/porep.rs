@@ -37,7 +37,9 @@ fn build<Tree: 'static + MerkleTreeTrait>(
         .try_into()
         .map_err(|e: anyhow::Error| CircuitError::Decode(format!("{e:#}")))?;
     if vanilla.is_empty() || vanilla.iter().any(Vec::is_empty) {
-        return Err(CircuitError::Decode("the C1 output holds no vanilla proofs".into()));
+        return Err(CircuitError::Decode(
+            "the C1 output holds no vanilla proofs".into(),
+        ));
     }
     let want = usize::from(config.partitions);
     if vanilla.len() != want {

@@ -103,7 +103,10 @@ fn build<Tree: 'static + MerkleTreeTrait>(
                     vanilla.len()
                 )));
             }
-            (winning_post_setup_params(&config).map_err(CircuitError::build)?, None)
+            (
+                winning_post_setup_params(&config).map_err(CircuitError::build)?,
+                None,
+            )
         }
         Some(_) => (window_post_setup_params(&config), Some(1)),
     };
@@ -112,9 +115,12 @@ fn build<Tree: 'static + MerkleTreeTrait>(
         partitions,
         priority: false,
     };
-    let params = <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>>>::setup(&setup)
-        .map_err(CircuitError::build)?
-        .vanilla_params;
+    let params = <Compound<Tree> as CompoundProof<
+        FallbackPoSt<'_, Tree>,
+        FallbackPoStCircuit<Tree>,
+    >>::setup(&setup)
+    .map_err(CircuitError::build)?
+    .vanilla_params;
     let partitions = match window_partition {
         None => partition_vanilla_proofs(&config, &params, &public_inputs, 1, &vanilla),
         Some(_) => single_partition_vanilla_proofs(&config, &params, &public_inputs, &vanilla)

@@ -224,7 +224,10 @@ mod tests {
         drop(r2);
         drop(r1);
         assert_eq!((b.used(), b.peak()), (0, 100));
-        assert!(matches!(b.try_reserve(101), Err(BudgetError::TooLarge { .. })));
+        assert!(matches!(
+            b.try_reserve(101),
+            Err(BudgetError::TooLarge { .. })
+        ));
     }
 
     #[test]
@@ -248,7 +251,8 @@ mod tests {
         let b = MemoryBudget::new(10);
         let _held = b.try_reserve(10).unwrap().unwrap();
         assert_eq!(
-            b.reserve_within(5, Duration::from_secs(5), &|| true).unwrap_err(),
+            b.reserve_within(5, Duration::from_secs(5), &|| true)
+                .unwrap_err(),
             BudgetError::Abandoned { bytes: 5 }
         );
         assert!(b

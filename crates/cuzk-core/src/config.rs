@@ -295,7 +295,10 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         for (name, v) in [
             ("engine.partition_workers", self.engine.partition_workers),
-            ("engine.gpu_workers_per_device", self.engine.gpu_workers_per_device),
+            (
+                "engine.gpu_workers_per_device",
+                self.engine.gpu_workers_per_device,
+            ),
             ("engine.synthesized_queue", self.engine.synthesized_queue),
         ] {
             if v == 0 {
@@ -364,6 +367,13 @@ mod tests {
         assert!(e.to_string().contains("engine.partition_workers"), "{e}");
         let e = Config::parse("[memory]\ntotal_budget = \"lots\"\n").unwrap_err();
         assert!(e.to_string().contains("lots"), "{e}");
-        assert!(Config::parse("[memory]\ntotal_budget = \"auto\"\n").unwrap().memory.resolve().unwrap() > 0);
+        assert!(
+            Config::parse("[memory]\ntotal_budget = \"auto\"\n")
+                .unwrap()
+                .memory
+                .resolve()
+                .unwrap()
+                > 0
+        );
     }
 }

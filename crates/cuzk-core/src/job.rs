@@ -222,7 +222,13 @@ impl Job {
     }
 
     /// An outcome with the timings gathered so far.
-    pub(crate) fn outcome_now(&self, status: JobStatus, proof: Vec<u8>, error: String, verify: Duration) -> JobOutcome {
+    pub(crate) fn outcome_now(
+        &self,
+        status: JobStatus,
+        proof: Vec<u8>,
+        error: String,
+        verify: Duration,
+    ) -> JobOutcome {
         let now = Instant::now();
         let run = self.run();
         let started = run.started.unwrap_or(now);
@@ -235,7 +241,9 @@ impl Job {
                 srs_load: run.srs_load,
                 synthesis: run.synthesis,
                 compute: run.compute,
-                prove: now.saturating_duration_since(started).saturating_sub(verify),
+                prove: now
+                    .saturating_duration_since(started)
+                    .saturating_sub(verify),
                 verify,
                 total: now - self.submitted,
             },

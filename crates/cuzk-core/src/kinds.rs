@@ -416,7 +416,10 @@ mod tests {
 
     #[test]
     fn default_priorities() {
-        assert_eq!(ProofKind::WinningPost.default_priority(), Priority::Critical);
+        assert_eq!(
+            ProofKind::WinningPost.default_priority(),
+            Priority::Critical
+        );
         assert_eq!(ProofKind::WindowPost.default_priority(), Priority::High);
         assert_eq!(ProofKind::PoRep.default_priority(), Priority::Normal);
         assert_eq!(ProofKind::SnapDeals.default_priority(), Priority::Normal);

@@ -24,11 +24,10 @@ pub mod verify;
 
 pub use config::Config;
 pub use engine::{
-    AwaitOutcome, Engine, EngineParts, EngineStatus, JobError, ProofSystem, SubmitError,
-    Submission,
+    AwaitOutcome, Engine, EngineParts, EngineStatus, JobError, ProofSystem, Submission, SubmitError,
 };
 pub use job::{JobOutcome, JobStatus, JobTimings};
 pub use kinds::{Priority, ProofKind, ProofType};
 pub use prover::FilecoinProofs;
-pub use srs_manager::{SrsManager, Tier};
 pub use request::{ProofInput, ProofRequest, RawRequest, RequestError};
+pub use srs_manager::{SrsManager, Tier};

@@ -57,7 +57,10 @@ impl Metrics {
         )
         .expect("valid metric");
         let queue_depth = IntGaugeVec::new(
-            Opts::new("cuzk_queue_depth", "Jobs waiting for a prover, by proof kind"),
+            Opts::new(
+                "cuzk_queue_depth",
+                "Jobs waiting for a prover, by proof kind",
+            ),
             &["kind"],
         )
         .expect("valid metric");
@@ -85,17 +88,26 @@ impl Metrics {
         )
         .expect("valid metric");
         let partitions = IntGaugeVec::new(
-            Opts::new("cuzk_partitions", "Partitions in a pipeline stage (ready: synthesized, waiting for a prover)"),
+            Opts::new(
+                "cuzk_partitions",
+                "Partitions in a pipeline stage (ready: synthesized, waiting for a prover)",
+            ),
             &["stage"],
         )
         .expect("valid metric");
         let budget_bytes = IntGaugeVec::new(
-            Opts::new("cuzk_memory_budget_bytes", "Host memory budget: bytes reserved (used) and the limit"),
+            Opts::new(
+                "cuzk_memory_budget_bytes",
+                "Host memory budget: bytes reserved (used) and the limit",
+            ),
             &["state"],
         )
         .expect("valid metric");
         let worker_busy = CounterVec::new(
-            Opts::new("cuzk_worker_busy_seconds_total", "Seconds workers spent on partitions, by pool (synthesis, prove)"),
+            Opts::new(
+                "cuzk_worker_busy_seconds_total",
+                "Seconds workers spent on partitions, by pool (synthesis, prove)",
+            ),
             &["pool"],
         )
         .expect("valid metric");
@@ -143,8 +155,12 @@ impl Metrics {
 
     /// Jobs not started / started, per kind (set before each render).
     pub fn queues(&self, kind: ProofKind, pending: u32, running: u32) {
-        self.queue_depth.with_label_values(&[kind.as_str()]).set(pending.into());
-        self.running.with_label_values(&[kind.as_str()]).set(running.into());
+        self.queue_depth
+            .with_label_values(&[kind.as_str()])
+            .set(pending.into());
+        self.running
+            .with_label_values(&[kind.as_str()])
+            .set(running.into());
     }
 
     pub fn partitions(&self, stage: &str, n: usize) {
@@ -158,12 +174,18 @@ impl Metrics {
     }
 
     pub fn budget(&self, used: u64, limit: u64) {
-        self.budget_bytes.with_label_values(&["used"]).set(used as i64);
-        self.budget_bytes.with_label_values(&["limit"]).set(limit as i64);
+        self.budget_bytes
+            .with_label_values(&["used"])
+            .set(used as i64);
+        self.budget_bytes
+            .with_label_values(&["limit"])
+            .set(limit as i64);
     }
 
     pub fn worker_busy(&self, pool: &str, d: Duration) {
-        self.worker_busy.with_label_values(&[pool]).inc_by(d.as_secs_f64());
+        self.worker_busy
+            .with_label_values(&[pool])
+            .inc_by(d.as_secs_f64());
     }
 
     /// Observes every stage of a finished job.

@@ -2,7 +2,9 @@
 //! (cuzk-circuits, partition by partition) and the verification of the
 //! assembled proof (filecoin-proofs-api's verifiers, see [`crate::verify`]).
 
-use cuzk_circuits::{porep_source, snap_source, window_post_source, winning_post_source, PartitionSource};
+use cuzk_circuits::{
+    porep_source, snap_source, window_post_source, winning_post_source, PartitionSource,
+};
 
 use crate::engine::ProofSystem;
 use crate::kinds::ProofType;

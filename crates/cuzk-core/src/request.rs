@@ -292,7 +292,9 @@ impl RawRequest {
         if n > max_sectors {
             return Err(invalid(
                 "vanilla_proofs",
-                format!("has {n} sector proofs; {post:?} takes at most {max_sectors} per partition"),
+                format!(
+                    "has {n} sector proofs; {post:?} takes at most {max_sectors} per partition"
+                ),
             ));
         }
         let sectors = with_shape!(
@@ -475,13 +477,19 @@ mod tests {
             registered_proof: 77,
             ..Default::default()
         };
-        assert_eq!(field_of(r.validate(1 << 20).unwrap_err()), "registered_proof");
+        assert_eq!(
+            field_of(r.validate(1 << 20).unwrap_err()),
+            "registered_proof"
+        );
         let r = RawRequest {
             proof_kind: 4,
             registered_proof: 10,
             ..Default::default()
         };
-        assert_eq!(field_of(r.validate(1 << 20).unwrap_err()), "registered_proof");
+        assert_eq!(
+            field_of(r.validate(1 << 20).unwrap_err()),
+            "registered_proof"
+        );
         let r = RawRequest {
             proof_kind: 4,
             registered_proof: 0,

@@ -113,7 +113,9 @@ impl SrsLoader for ParamsLoader {
             if path.is_file() {
                 match WarmSrs::open_expecting(&path, &file.vk_fingerprint()) {
                     Ok(w) => return Ok(SrsData::Mapped(w)),
-                    Err(e) => warn!(path = %path.display(), "warm SRS unusable, decoding .params: {e}"),
+                    Err(e) => {
+                        warn!(path = %path.display(), "warm SRS unusable, decoding .params: {e}")
+                    }
                 }
             }
         }
@@ -185,7 +187,9 @@ struct Entry {
 /// Why an SRS could not be acquired, preloaded or evicted.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SrsError {
-    #[error("unknown circuit id {0:?} (expected e.g. porep-32g, snap-32g, wpost-32g, winning-32g)")]
+    #[error(
+        "unknown circuit id {0:?} (expected e.g. porep-32g, snap-32g, wpost-32g, winning-32g)"
+    )]
     UnknownCircuit(String),
     #[error("SRS {circuit_id} is in use by {in_use} job(s) and cannot be evicted")]
     InUse { circuit_id: String, in_use: u32 },
@@ -227,7 +231,11 @@ pub struct SrsManager {
 }
 
 impl SrsManager {
-    pub fn new(loader: Arc<dyn SrsLoader>, budget: Arc<MemoryBudget>, min_idle: Duration) -> Arc<SrsManager> {
+    pub fn new(
+        loader: Arc<dyn SrsLoader>,
+        budget: Arc<MemoryBudget>,
+        min_idle: Duration,
+    ) -> Arc<SrsManager> {
         Arc::new(SrsManager {
             loader,
             budget,
@@ -304,9 +312,17 @@ impl SrsManager {
             drop(load_lock.lock().unwrap_or_else(|p| p.into_inner()));
         }
         let was_hot = self.lock().get(&id).is_some_and(|e| e.hot.is_some());
-        let srs_bytes = if was_hot { 0 } else { self.loader.size(proof).map_err(err)? };
+        let srs_bytes = if was_hot {
+            0
+        } else {
+            self.loader.size(proof).map_err(err)?
+        };
         let need = extra + srs_bytes;
-        let mut reservation = match self.budget.try_reserve(need).map_err(|e| err(e.to_string()))? {
+        let mut reservation = match self
+            .budget
+            .try_reserve(need)
+            .map_err(|e| err(e.to_string()))?
+        {
             Some(r) => r,
             None => {
                 self.evict_idle(need, Some(&id));
@@ -326,7 +342,11 @@ impl SrsManager {
             if let Some(hot) = &e.hot {
                 e.in_use += 1;
                 reservation.release(srs_bytes);
-                return Ok(Some((self.lease(&id, hot.data.clone()), reservation, Duration::ZERO)));
+                return Ok(Some((
+                    self.lease(&id, hot.data.clone()),
+                    reservation,
+                    Duration::ZERO,
+                )));
             }
             if was_hot {
                 // Evicted since we looked: the reservation lacks its bytes.
@@ -342,7 +362,11 @@ impl SrsManager {
             if let Some(hot) = &e.hot {
                 e.in_use += 1;
                 reservation.release(srs_bytes);
-                return Ok(Some((self.lease(&id, hot.data.clone()), reservation, Duration::ZERO)));
+                return Ok(Some((
+                    self.lease(&id, hot.data.clone()),
+                    reservation,
+                    Duration::ZERO,
+                )));
             }
         }
         let mut charge = reservation.split(srs_bytes);

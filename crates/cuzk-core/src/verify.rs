@@ -170,10 +170,11 @@ fn verify_window_partition_inner<Tree: 'static + MerkleTreeTrait>(
         sectors: pub_sectors,
         k: Some(partition_index),
     };
-    let inputs = <FallbackPoStCompound<Tree> as CompoundProof<
-        FallbackPoSt<'_, Tree>,
-        FallbackPoStCircuit<Tree>,
-    >>::generate_public_inputs(&pub_inputs, &vanilla_params, Some(partition_index))?;
+    let inputs =
+        <FallbackPoStCompound<Tree> as CompoundProof<
+            FallbackPoSt<'_, Tree>,
+            FallbackPoStCircuit<Tree>,
+        >>::generate_public_inputs(&pub_inputs, &vanilla_params, Some(partition_index))?;
     let vk = <FallbackPoStCompound<Tree> as CompoundProof<
         FallbackPoSt<'_, Tree>,
         FallbackPoStCircuit<Tree>,

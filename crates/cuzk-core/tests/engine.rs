@@ -14,7 +14,11 @@ use cuzk_core::{AwaitOutcome, Engine, JobError, JobOutcome, JobStatus, Priority}
 use support::*;
 
 async fn done(engine: &Engine, job_id: &str) -> Arc<JobOutcome> {
-    match engine.await_job(job_id, Some(Duration::from_secs(30))).await.unwrap() {
+    match engine
+        .await_job(job_id, Some(Duration::from_secs(30)))
+        .await
+        .unwrap()
+    {
         AwaitOutcome::Done(o) => o,
         AwaitOutcome::Timeout => panic!("job {job_id} did not finish"),
     }
@@ -34,7 +38,10 @@ async fn critical_job_overtakes_queued_normal_jobs() {
     let low = e.enqueue(request(4, Priority::Low, None)).unwrap();
     let high = e.enqueue(request(5, Priority::High, None)).unwrap();
     let crit = e.enqueue(request(6, Priority::Critical, None)).unwrap();
-    assert_eq!(crit.queue_position, 0, "CRITICAL goes to the head of the queue");
+    assert_eq!(
+        crit.queue_position, 0,
+        "CRITICAL goes to the head of the queue"
+    );
     s.prove_gate.open();
     for j in [&first, &n2, &n3, &low, &high, &crit] {
         assert_eq!(done(&e, &j.job_id).await.status, JobStatus::Completed);
@@ -51,7 +58,10 @@ async fn winning_post_behind_six_poreps_completes_before_the_third() {
     s.prove_gate.close();
     let e = engine(&s, 1);
     let poreps: Vec<_> = (1..=6)
-        .map(|m| e.enqueue(request_of(porep(), m, 1, Priority::Normal, None)).unwrap())
+        .map(|m| {
+            e.enqueue(request_of(porep(), m, 1, Priority::Normal, None))
+                .unwrap()
+        })
         .collect();
     s.wait_proving(1, 0);
     let win = e
@@ -60,7 +70,10 @@ async fn winning_post_behind_six_poreps_completes_before_the_third() {
     s.prove_gate.open();
     assert_eq!(done(&e, &win.job_id).await.status, JobStatus::Completed);
     let third = e.job(&poreps[2].job_id).unwrap();
-    assert!(!third.is_done(), "the third PoRep finished before the WinningPoSt");
+    assert!(
+        !third.is_done(),
+        "the third PoRep finished before the WinningPoSt"
+    );
     for p in &poreps {
         done(&e, &p.job_id).await;
     }
@@ -78,8 +91,12 @@ async fn two_post_jobs_submitted_at_once_both_complete() {
     let s = shared();
     let e = engine(&s, 1);
     let (e1, e2) = (e.clone(), e.clone());
-    let a = std::thread::spawn(move || e1.enqueue(request_of(winning(), 1, 1, Priority::Critical, None)));
-    let b = std::thread::spawn(move || e2.enqueue(request_of(window(), 2, 1, Priority::Critical, None)));
+    let a = std::thread::spawn(move || {
+        e1.enqueue(request_of(winning(), 1, 1, Priority::Critical, None))
+    });
+    let b = std::thread::spawn(move || {
+        e2.enqueue(request_of(window(), 2, 1, Priority::Critical, None))
+    });
     let (a, b) = (a.join().unwrap().unwrap(), b.join().unwrap().unwrap());
     assert_ne!(a.job_id, b.job_id);
     assert_eq!(done(&e, &a.job_id).await.status, JobStatus::Completed);
@@ -102,7 +119,9 @@ async fn partitions_are_assembled_in_order() {
         },
         1 << 30,
     );
-    let job = e.enqueue(request_of(porep(), 7, 5, Priority::Normal, None)).unwrap();
+    let job = e
+        .enqueue(request_of(porep(), 7, 5, Priority::Normal, None))
+        .unwrap();
     let o = done(&e, &job.job_id).await;
     assert_eq!(o.status, JobStatus::Completed, "{}", o.error);
     assert_eq!(o.proof.len(), 5 * 192);
@@ -137,13 +156,20 @@ async fn budget_is_never_exceeded_and_two_partitions_fit() {
         limit,
     );
     let jobs: Vec<_> = (1..=3)
-        .map(|m| e.enqueue(request_of(porep(), m, 4, Priority::Normal, None)).unwrap())
+        .map(|m| {
+            e.enqueue(request_of(porep(), m, 4, Priority::Normal, None))
+                .unwrap()
+        })
         .collect();
     for j in &jobs {
         assert_eq!(done(&e, &j.job_id).await.status, JobStatus::Completed);
     }
     let b = e.budget();
-    assert!(b.peak() <= limit, "peak {} over the limit {limit}", b.peak());
+    assert!(
+        b.peak() <= limit,
+        "peak {} over the limit {limit}",
+        b.peak()
+    );
     assert!(
         b.peak() >= srs_bytes + 2 * part - abc,
         "two partitions were never held at once (peak {})",
@@ -184,7 +210,9 @@ async fn partitions_never_crowd_out_the_srs_they_need() {
         },
         limit,
     );
-    let job = e.enqueue(request_of(porep(), 4, 6, Priority::Normal, None)).unwrap();
+    let job = e
+        .enqueue(request_of(porep(), 4, 6, Priority::Normal, None))
+        .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while s.synthesized.lock().unwrap().len() < 2 && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(2)).await;
@@ -219,8 +247,12 @@ async fn two_circuits_share_a_budget_that_holds_one_partition() {
         },
         limit,
     );
-    let a = e.enqueue(request_of(porep(), 1, 3, Priority::Normal, None)).unwrap();
-    let b = e.enqueue(request_of(window(), 2, 3, Priority::Normal, None)).unwrap();
+    let a = e
+        .enqueue(request_of(porep(), 1, 3, Priority::Normal, None))
+        .unwrap();
+    let b = e
+        .enqueue(request_of(window(), 2, 3, Priority::Normal, None))
+        .unwrap();
     for j in [a, b] {
         let o = tokio::time::timeout(Duration::from_secs(20), done(&e, &j.job_id))
             .await
@@ -248,15 +280,22 @@ async fn memory_goes_to_the_most_urgent_partition_first() {
         // Less than the partition even once the running one's a/b/c are back.
         srs + part + part / 10,
     );
-    let normal = e.enqueue(request_of(porep(), 1, 4, Priority::Normal, None)).unwrap();
+    let normal = e
+        .enqueue(request_of(porep(), 1, 4, Priority::Normal, None))
+        .unwrap();
     s.wait_proving(1, 0);
     // Both workers have claimed a partition of job 1 and wait for memory.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while e.status().synthesis_workers.iter().flatten().count() < 2 {
-        assert!(std::time::Instant::now() < deadline, "workers never claimed partitions");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "workers never claimed partitions"
+        );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    let critical = e.enqueue(request_of(porep(), 9, 1, Priority::Critical, None)).unwrap();
+    let critical = e
+        .enqueue(request_of(porep(), 9, 1, Priority::Critical, None))
+        .unwrap();
     // A worker gives way and takes the critical job.
     while !e
         .status()
@@ -265,11 +304,17 @@ async fn memory_goes_to_the_most_urgent_partition_first() {
         .flatten()
         .any(|t| t.job_id == critical.job_id)
     {
-        assert!(std::time::Instant::now() < deadline, "no worker took the critical job");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no worker took the critical job"
+        );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     while e.status().waiting_for_memory < 2 {
-        assert!(std::time::Instant::now() < deadline, "the critical job never waited for memory");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the critical job never waited for memory"
+        );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     s.prove_gate.open();
@@ -278,7 +323,11 @@ async fn memory_goes_to_the_most_urgent_partition_first() {
     }
     let order = s.proved();
     assert_eq!(order[0], (1, 0));
-    assert_eq!(order[1], (9, 0), "the critical partition is proved right after the one running: {order:?}");
+    assert_eq!(
+        order[1],
+        (9, 0),
+        "the critical partition is proved right after the one running: {order:?}"
+    );
     let mut rest: Vec<usize> = order[2..].iter().map(|(_, k)| *k).collect();
     rest.sort();
     assert_eq!(rest, vec![1, 2, 3], "every partition of job 1 proved once");
@@ -296,8 +345,12 @@ async fn a_failed_partition_does_not_stall_the_next_job() {
         },
         1 << 30,
     );
-    let failing = e.enqueue(request_of(porep(), 5, 4, Priority::Normal, None)).unwrap();
-    let next = e.enqueue(request_of(porep(), 6, 2, Priority::Normal, None)).unwrap();
+    let failing = e
+        .enqueue(request_of(porep(), 5, 4, Priority::Normal, None))
+        .unwrap();
+    let next = e
+        .enqueue(request_of(porep(), 6, 2, Priority::Normal, None))
+        .unwrap();
     let o = done(&e, &failing.job_id).await;
     assert_eq!(o.status, JobStatus::Failed);
     assert!(o.error.contains("scripted failure"), "{}", o.error);
@@ -319,7 +372,9 @@ async fn cancel_of_a_running_multi_partition_job_frees_its_reservations() {
         },
         1 << 30,
     );
-    let job = e.enqueue(request_of(porep(), 3, 6, Priority::Normal, None)).unwrap();
+    let job = e
+        .enqueue(request_of(porep(), 3, 6, Priority::Normal, None))
+        .unwrap();
     s.wait_proving(3, 0);
     // Partition 0 is proving and more are synthesized and waiting.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -333,15 +388,27 @@ async fn cancel_of_a_running_multi_partition_job_frees_its_reservations() {
     let o = done(&e, &job.job_id).await;
     assert_eq!(o.status, JobStatus::Cancelled);
     assert!(o.proof.is_empty());
-    assert_eq!(e.status().ready_partitions, 0, "queued witnesses are dropped at once");
+    assert_eq!(
+        e.status().ready_partitions,
+        0,
+        "queued witnesses are dropped at once"
+    );
     s.prove_gate.open();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while e.budget().used() > srs && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    assert_eq!(e.budget().used(), srs, "every partition reservation is back");
+    assert_eq!(
+        e.budget().used(),
+        srs,
+        "every partition reservation is back"
+    );
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(s.proved(), vec![(3, 0)], "no partition proved after the cancel");
+    assert_eq!(
+        s.proved(),
+        vec![(3, 0)],
+        "no partition proved after the cancel"
+    );
 }
 
 #[tokio::test]
@@ -349,14 +416,20 @@ async fn same_request_id_is_one_job_and_one_proof() {
     let s = shared();
     s.prove_gate.close();
     let e = engine(&s, 1);
-    let a = e.enqueue(request(7, Priority::Normal, Some("sector-7"))).unwrap();
-    let b = e.enqueue(request(7, Priority::Normal, Some("sector-7"))).unwrap();
+    let a = e
+        .enqueue(request(7, Priority::Normal, Some("sector-7")))
+        .unwrap();
+    let b = e
+        .enqueue(request(7, Priority::Normal, Some("sector-7")))
+        .unwrap();
     assert_eq!(a.job_id, "sector-7");
     assert_eq!(b.job_id, a.job_id);
     assert!(!a.existing && b.existing);
     s.prove_gate.open();
     let oa = done(&e, &a.job_id).await;
-    let c = e.enqueue(request(7, Priority::Normal, Some("sector-7"))).unwrap();
+    let c = e
+        .enqueue(request(7, Priority::Normal, Some("sector-7")))
+        .unwrap();
     assert!(c.existing);
     assert_eq!(done(&e, &c.job_id).await.proof, oa.proof);
     assert_eq!(s.proved_markers(), vec![7], "proved exactly once");
@@ -368,12 +441,16 @@ async fn failed_request_id_is_proved_again_on_resubmit() {
     let s = shared();
     s.script(8, Script::FailProve);
     let e = engine(&s, 1);
-    let a = e.enqueue(request(8, Priority::Normal, Some("retry-me"))).unwrap();
+    let a = e
+        .enqueue(request(8, Priority::Normal, Some("retry-me")))
+        .unwrap();
     let oa = done(&e, &a.job_id).await;
     assert_eq!(oa.status, JobStatus::Failed);
     assert!(oa.error.contains("scripted failure of 8"), "{}", oa.error);
     s.script(8, Script::Prove);
-    let b = e.enqueue(request(8, Priority::Normal, Some("retry-me"))).unwrap();
+    let b = e
+        .enqueue(request(8, Priority::Normal, Some("retry-me")))
+        .unwrap();
     assert!(!b.existing);
     assert_eq!(done(&e, &b.job_id).await.status, JobStatus::Completed);
     assert_eq!(s.proved_markers(), vec![8, 8]);
@@ -384,11 +461,21 @@ async fn request_id_of_another_kind_is_a_conflict() {
     let s = shared();
     s.prove_gate.close();
     let e = engine(&s, 1);
-    e.enqueue(request(9, Priority::Normal, Some("shared-id"))).unwrap();
+    e.enqueue(request(9, Priority::Normal, Some("shared-id")))
+        .unwrap();
     let err = e
-        .enqueue(request_of(winning(), 9, 1, Priority::Normal, Some("shared-id")))
+        .enqueue(request_of(
+            winning(),
+            9,
+            1,
+            Priority::Normal,
+            Some("shared-id"),
+        ))
         .unwrap_err();
-    assert!(matches!(err, SubmitError::RequestIdConflict { .. }), "{err}");
+    assert!(
+        matches!(err, SubmitError::RequestIdConflict { .. }),
+        "{err}"
+    );
     s.prove_gate.open();
 }
 
@@ -406,12 +493,18 @@ async fn cancel_of_a_queued_job_never_proves_it() {
     let o = done(&e, &queued.job_id).await;
     assert_eq!(o.status, JobStatus::Cancelled);
     assert!(o.proof.is_empty());
-    assert!(matches!(e.cancel(&queued.job_id), Err(JobError::AlreadyEnded { .. })));
+    assert!(matches!(
+        e.cancel(&queued.job_id),
+        Err(JobError::AlreadyEnded { .. })
+    ));
     s.prove_gate.open();
     assert_eq!(done(&e, &first.job_id).await.status, JobStatus::Completed);
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(!s.proved_markers().contains(&3));
-    assert!(matches!(e.cancel("no-such-job"), Err(JobError::NotFound(_))));
+    assert!(matches!(
+        e.cancel("no-such-job"),
+        Err(JobError::NotFound(_))
+    ));
 }
 
 #[tokio::test]
@@ -420,11 +513,17 @@ async fn await_times_out_and_the_job_goes_on() {
     s.prove_gate.close();
     let e = engine(&s, 1);
     let job = e.enqueue(request(4, Priority::Normal, None)).unwrap();
-    let r = e.await_job(&job.job_id, Some(Duration::from_millis(20))).await.unwrap();
+    let r = e
+        .await_job(&job.job_id, Some(Duration::from_millis(20)))
+        .await
+        .unwrap();
     assert!(matches!(r, AwaitOutcome::Timeout));
     s.prove_gate.open();
     assert_eq!(done(&e, &job.job_id).await.status, JobStatus::Completed);
-    assert!(matches!(e.await_job("nope", None).await, Err(JobError::NotFound(_))));
+    assert!(matches!(
+        e.await_job("nope", None).await,
+        Err(JobError::NotFound(_))
+    ));
 }
 
 #[tokio::test]
@@ -445,7 +544,11 @@ async fn failures_are_reported_and_do_not_stop_workers() {
     let o = done(&e, &boom.job_id).await;
     assert!(o.error.contains("scripted panic of 6"), "{}", o.error);
     let o = done(&e, &synth.job_id).await;
-    assert!(o.error.contains("scripted synthesis failure of 7"), "{}", o.error);
+    assert!(
+        o.error.contains("scripted synthesis failure of 7"),
+        "{}",
+        o.error
+    );
     assert_eq!(done(&e, &fine.job_id).await.status, JobStatus::Completed);
     let st = e.status();
     assert_eq!((st.completed, st.failed), (1, 3));
@@ -523,7 +626,10 @@ async fn shutdown_fails_unstarted_jobs_and_refuses_new_ones() {
     let o = done(&e, &queued.job_id).await;
     assert_eq!(o.status, JobStatus::Failed);
     assert!(o.error.contains("shutting down"), "{}", o.error);
-    assert_eq!(e.enqueue(request(4, Priority::Normal, None)), Err(SubmitError::ShuttingDown));
+    assert_eq!(
+        e.enqueue(request(4, Priority::Normal, None)),
+        Err(SubmitError::ShuttingDown)
+    );
     s.prove_gate.open();
     stop.await.unwrap();
     assert_eq!(done(&e, &running.job_id).await.status, JobStatus::Completed);

@@ -23,16 +23,24 @@ fn check(kind: ProofKind) {
     let src = partition_source(&req).unwrap();
     let files = param_files(req.proof_type).unwrap();
     // bellperson reads the parameters its way, we ours.
-    let params = Parameters::<Bls12>::read(std::fs::File::open(&files.params).unwrap(), false).unwrap();
-    let srs = ParamsFile::open(&files.params).unwrap().decode(SubgroupCheck::None).unwrap();
+    let params =
+        Parameters::<Bls12>::read(std::fs::File::open(&files.params).unwrap(), false).unwrap();
+    let srs = ParamsFile::open(&files.params)
+        .unwrap()
+        .decode(SubgroupCheck::None)
+        .unwrap();
     let n = src.partitions();
     let mut rng = ChaCha8Rng::seed_from_u64(kind as u64);
     let r: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
     let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
 
-    let theirs = src.bellperson_proofs(&params, r.clone(), s.clone()).unwrap();
+    let theirs = src
+        .bellperson_proofs(&params, r.clone(), s.clone())
+        .unwrap();
     let mut witnesses: Vec<_> = (0..n).map(|k| src.synthesize(k).unwrap().witness).collect();
-    let (ours, _) = CpuBackend.prove(&mut witnesses, &srs.as_srs_ref(), &r, &s).unwrap();
+    let (ours, _) = CpuBackend
+        .prove(&mut witnesses, &srs.as_srs_ref(), &r, &s)
+        .unwrap();
 
     let mut ours_bytes = Vec::new();
     let mut theirs_bytes = Vec::new();
@@ -40,8 +48,14 @@ fn check(kind: ProofKind) {
         ours_bytes.extend_from_slice(&o.to_bytes());
         t.write(&mut theirs_bytes).unwrap();
     }
-    assert_eq!(ours_bytes, theirs_bytes, "{kind}: proof bytes differ from bellperson's");
-    assert!(f.verify(kind, &ours_bytes).unwrap(), "{kind}: filecoin-proofs-api rejects our proof");
+    assert_eq!(
+        ours_bytes, theirs_bytes,
+        "{kind}: proof bytes differ from bellperson's"
+    );
+    assert!(
+        f.verify(kind, &ours_bytes).unwrap(),
+        "{kind}: filecoin-proofs-api rejects our proof"
+    );
 }
 
 #[test]

@@ -19,7 +19,11 @@ fn manager(limit: u64, min_idle: Duration) -> (Arc<SrsManager>, Arc<MemoryBudget
     };
     let bytes = loader.srs().bytes();
     let budget = MemoryBudget::new(limit);
-    (SrsManager::new(Arc::new(loader), budget.clone(), min_idle), budget, bytes)
+    (
+        SrsManager::new(Arc::new(loader), budget.clone(), min_idle),
+        budget,
+        bytes,
+    )
 }
 
 #[test]
@@ -27,17 +31,33 @@ fn evicting_an_idle_srs_frees_its_bytes() {
     let (m, budget, bytes) = manager(1 << 30, Duration::ZERO);
     let (already, _) = m.preload("wpost-2k").unwrap();
     assert!(!already);
-    assert!(m.preload("wpost-2k").unwrap().0, "second preload finds it hot");
+    assert!(
+        m.preload("wpost-2k").unwrap().0,
+        "second preload finds it hot"
+    );
     assert_eq!(budget.used(), bytes);
     let e = &m.entries()[0];
-    assert_eq!((e.circuit_id.as_str(), e.tier, e.bytes, e.in_use), ("wpost-2k", Tier::Hot, bytes, 0));
+    assert_eq!(
+        (e.circuit_id.as_str(), e.tier, e.bytes, e.in_use),
+        ("wpost-2k", Tier::Hot, bytes, 0)
+    );
     assert_eq!(m.evict("wpost-2k").unwrap(), (true, bytes));
     assert_eq!(budget.used(), 0);
     assert_eq!(m.entries()[0].tier, Tier::Cold);
-    assert_eq!(m.evict("wpost-2k").unwrap(), (false, 0), "nothing left to free");
+    assert_eq!(
+        m.evict("wpost-2k").unwrap(),
+        (false, 0),
+        "nothing left to free"
+    );
     assert_eq!(m.evict("porep-32g").unwrap(), (false, 0), "never loaded");
-    assert!(matches!(m.evict("nonsense"), Err(SrsError::UnknownCircuit(_))));
-    assert!(matches!(m.preload("porep-3g"), Err(SrsError::UnknownCircuit(_))));
+    assert!(matches!(
+        m.evict("nonsense"),
+        Err(SrsError::UnknownCircuit(_))
+    ));
+    assert!(matches!(
+        m.preload("porep-3g"),
+        Err(SrsError::UnknownCircuit(_))
+    ));
 }
 
 #[test]
@@ -64,9 +84,15 @@ fn memory_pressure_evicts_the_least_recently_used_idle_srs() {
     std::thread::sleep(Duration::from_millis(5));
     m.preload("winning-2k").unwrap();
     // A third does not fit: the least recently used idle one goes.
-    let (lease, _) = m.acquire(porep(), Duration::from_secs(1), &|| false).unwrap();
+    let (lease, _) = m
+        .acquire(porep(), Duration::from_secs(1), &|| false)
+        .unwrap();
     assert!(budget.peak() <= limit);
-    let tiers: Vec<_> = m.entries().into_iter().map(|e| (e.circuit_id, e.tier)).collect();
+    let tiers: Vec<_> = m
+        .entries()
+        .into_iter()
+        .map(|e| (e.circuit_id, e.tier))
+        .collect();
     assert_eq!(
         tiers,
         vec![
@@ -78,7 +104,10 @@ fn memory_pressure_evicts_the_least_recently_used_idle_srs() {
     // With everything in use, nothing can be evicted: the load waits, then
     // gives up.
     let (_w, _) = m.acquire(winning(), Duration::ZERO, &|| false).unwrap();
-    let err = m.acquire(window(), Duration::from_millis(50), &|| false).err().unwrap();
+    let err = m
+        .acquire(window(), Duration::from_millis(50), &|| false)
+        .err()
+        .unwrap();
     assert!(matches!(err, SrsError::NoRoom { .. }), "{err}");
     drop(lease);
 }
@@ -93,8 +122,15 @@ fn an_srs_idle_for_less_than_the_minimum_is_kept() {
     let budget = MemoryBudget::new(bytes + bytes / 2);
     let m = SrsManager::new(Arc::new(loader), budget, Duration::from_secs(3600));
     m.preload("wpost-2k").unwrap();
-    let err = m.acquire(porep(), Duration::from_millis(20), &|| false).err().unwrap();
+    let err = m
+        .acquire(porep(), Duration::from_millis(20), &|| false)
+        .err()
+        .unwrap();
     assert!(matches!(err, SrsError::NoRoom { .. }), "{err}");
-    let wpost = m.entries().into_iter().find(|e| e.circuit_id == "wpost-2k").unwrap();
+    let wpost = m
+        .entries()
+        .into_iter()
+        .find(|e| e.circuit_id == "wpost-2k")
+        .unwrap();
     assert_eq!(wpost.tier, Tier::Hot);
 }

@@ -1,10 +1,11 @@
 //! cuzk's CUDA kernels and host logic for one Groth16 partition (BLS12-381).
 //!
 //! Built on sppark: its field and curve types (`fr_t`, `fp_t`, `xyzz_t`,
-//! `jacobian_t`), its NTT (`ntt/ntt.cuh`) and its Pippenger MSM
-//! (`msm/pippenger.cuh`). Our own kernels are small: the pointwise
-//! `(a·b − c)·Z⁻¹` on the coset and the compaction of scalars by a density
-//! bitmap. Memory layouts are blst's, which are blstrs': `fr_t` is blst_fr
+//! `jacobian_t`), its NTT (`ntt/ntt.cuh`), its Pippenger MSM
+//! (`msm/pippenger.cuh`) and bitmap batch addition. Our own kernels are
+//! small: the pointwise `(a·b − c)·Z⁻¹` on the coset, the compaction of
+//! scalars by a density bitmap (`kernels.cuh`) and the 0/1 split of the
+//! witness MSMs (`split01.cuh`). Memory layouts are blst's, which are blstrs': `fr_t` is blst_fr
 //! (Montgomery, 4×u64 LE), an affine point is blst_p1_affine (Montgomery x, y;
 //! identity = all zero), `jacobian_t<fp_t>` is blst_p1.
 //!
@@ -70,6 +71,8 @@ template<class T> struct dbuf {
     }
 };
 
+#include "split01.cuh"
+
 // Sections of a resident SRS: h, l, a, b_g1 (G1) and b_g2 (G2).
 #define SRS_SECTIONS 5
 static size_t srs_elem(int sec)
@@ -92,6 +95,11 @@ struct cuzk_cuda_ctx {
     // Density bitmap words and the exclusive prefix count of set bits.
     dbuf<uint64_t> words;
     dbuf<uint32_t> offsets;
+    // The 0/1 split of L/A/B MSMs (on unless turned off, for benches) and
+    // the shape of the scalars it saw since the last cuzk_cuda_take_shape.
+    bool split01 = true;
+    split_scratch split;
+    split_shape shape;
     // Resident SRS points, one raw buffer per section (h, l, a, b_g1:
     // affine G1; b_g2: affine G2), kept until cuzk_cuda_srs_free.
     struct section {
@@ -120,6 +128,7 @@ struct cuzk_cuda_ctx {
         picked.release();
         words.release();
         offsets.release();
+        split.release();
     }
     ~cuzk_cuda_ctx()
     {
@@ -222,6 +231,11 @@ static RustError msm_resident(cuzk_cuda_ctx* ctx, int source, int sec,
     if (npoints == 0)
         return RustError{0};
     const affine_T* points = (const affine_T*)s.ptr + offset;
+    // Witness scalars (not H's) are mostly 0 or 1: split them.
+    if (source != SRC_H && ctx->split01 &&
+        msm_split01<bucket_T>(*ctx->gpu, ctx->id, ctx->split, scalars, points,
+                              npoints, out, &ctx->shape))
+        return RustError{0};
     msm_t<bucket_T, point_T, affine_T, scalar_t> msm{nullptr, npoints,
                                                      sizeof(affine_T), ctx->id};
     RustError err = msm.invoke(*out, dev_view<affine_T>{points}, npoints,
@@ -626,6 +640,26 @@ RustError cuzk_cuda_msm_g2_resident(cuzk_cuda_ctx* ctx, int source, int sec,
                                     point_fp2_t* out)
 {
     return msm_resident<bucket_fp2_t, point_fp2_t, affine_fp2_t>(ctx, source, sec, offset, npoints, out);
+}
+
+// Turns the 0/1 split of witness MSMs on (`on` ≠ 0, the default) or off.
+RustError cuzk_cuda_set_split01(cuzk_cuda_ctx* ctx, int on)
+{
+    CUZK_TRY
+    ctx->split01 = on != 0;
+    CUZK_CATCH
+}
+
+// Zeros, ones and other scalars the split MSMs saw since the last call.
+RustError cuzk_cuda_take_shape(cuzk_cuda_ctx* ctx, size_t* zeros, size_t* ones,
+                               size_t* others)
+{
+    CUZK_TRY
+    *zeros = ctx->shape.zeros;
+    *ones = ctx->shape.ones;
+    *others = ctx->shape.others;
+    ctx->shape = split_shape{};
+    CUZK_CATCH
 }
 
 } // extern "C"

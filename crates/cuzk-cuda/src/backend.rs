@@ -4,7 +4,9 @@
 //! device (then freed on the host and reported through `abc_freed`); the H,
 //! L, A-aux, B_G1-aux and B_G2-aux MSMs run on the GPU against SRS points
 //! kept in VRAM across calls ([`SrsPlacement`], see `resident.rs`) or
-//! streamed from host memory per call; the input MSMs and MSMs below [`GPU_MIN_POINTS`]
+//! streamed from host memory per call (resident L, A and B MSMs split their
+//! scalars: zeros dropped, ones batch-added, Pippenger over the rest only,
+//! see `cuda/split01.cuh`); the input MSMs and MSMs below [`GPU_MIN_POINTS`]
 //! points run on the CPU. The device context
 //! (its buffers kept across calls) is one per device for the whole process,
 //! behind a Mutex: one partition at a time per device, however many
@@ -362,6 +364,7 @@ mod gpu {
             msm::<G2>(&srs.b_g2[bi..], &w.aux, Some(&w.b_aux_density)).0
         };
         stats.msm_b_g2 += t.elapsed();
+        stats.shape += ctx.take_shape()?;
 
         Ok(MsmResults {
             a: a_in + a_aux,

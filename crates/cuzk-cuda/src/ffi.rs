@@ -100,6 +100,16 @@ extern "C" {
     ) -> sppark::Error;
 }
 
+extern "C" {
+    fn cuzk_cuda_set_split01(ctx: *mut RawCtx, on: i32) -> sppark::Error;
+    fn cuzk_cuda_take_shape(
+        ctx: *mut RawCtx,
+        zeros: *mut usize,
+        ones: *mut usize,
+        others: *mut usize,
+    ) -> sppark::Error;
+}
+
 fn check(e: sppark::Error) -> Result<(), CudaError> {
     if e.code == 0 {
         Ok(())
@@ -404,6 +414,29 @@ impl Ctx {
         })?;
         // SAFETY: G2Projective is #[repr(transparent)] over blst_p2.
         Ok(unsafe { std::mem::transmute::<blst_p2, G2Projective>(out) })
+    }
+
+    /// Turns on (the default) or off the 0/1 split of the resident MSMs over
+    /// [`Source::Aux`] and [`Source::Picked`]: zeros dropped, ones summed by
+    /// batch addition, Pippenger over the rest only.
+    pub(crate) fn set_split01(&mut self, on: bool) -> Result<(), CudaError> {
+        // SAFETY: a live context.
+        check(unsafe { cuzk_cuda_set_split01(self.raw.as_ptr(), on as i32) })
+    }
+
+    /// Zeros, ones and other scalars the split MSMs saw since the last call.
+    pub(crate) fn take_shape(&mut self) -> Result<cuzk_prover::msm::MsmShape, CudaError> {
+        let mut shape = cuzk_prover::msm::MsmShape::default();
+        // SAFETY: a live context; the three counts are written once.
+        check(unsafe {
+            cuzk_cuda_take_shape(
+                self.raw.as_ptr(),
+                &mut shape.zeros,
+                &mut shape.ones,
+                &mut shape.others,
+            )
+        })?;
+        Ok(shape)
     }
 
     /// Uploads the aux assignment (source [`Source::Aux`]).

@@ -101,6 +101,16 @@ impl<'a> Staged<'a> {
         self.ctx.srs_tile_g2(pattern)
     }
 
+    /// Turns the 0/1 split of the resident witness MSMs on or off.
+    pub fn set_split01(&mut self, on: bool) -> Result<(), CudaError> {
+        self.ctx.set_split01(on)
+    }
+
+    /// Zeros, ones and other scalars the split MSMs saw since the last call.
+    pub fn take_shape(&mut self) -> Result<cuzk_prover::msm::MsmShape, CudaError> {
+        self.ctx.take_shape()
+    }
+
     /// Frees the resident SRS.
     pub fn srs_free(&mut self) -> Result<(), CudaError> {
         self.ctx.srs_free()

@@ -101,6 +101,23 @@ fn check(gpu: &CudaBackend, log: u32, count: usize) {
     common::print_stats(&format!("{label} gpu again"), &stats, t.elapsed());
     let bytes: Vec<_> = proofs.iter().map(|p| p.to_bytes()).collect();
     assert!(bytes == expected, "{label}: the second GPU proof differs");
+    // With the SRS resident the witness MSMs take the 0/1 split (zeros
+    // dropped, ones batch-added, Pippenger over the rest): it must have seen
+    // all three kinds of scalar, and every aux scalar of L at least once.
+    if gpu.placement() != SrsPlacement::Never {
+        let sh = stats.shape;
+        assert!(
+            sh.zeros > 0 && sh.ones > 0 && sh.others > 0,
+            "{label}: split shape {sh:?}"
+        );
+        // L alone covers every aux scalar: about one per constraint here
+        // (x_i and its boolean per step of two constraints).
+        let aux = count * (n / 2);
+        assert!(
+            sh.zeros + sh.ones + sh.others >= aux,
+            "{label}: {sh:?} for {aux} aux"
+        );
+    }
 }
 
 #[test]

@@ -14,7 +14,11 @@ use tokio::signal::unix::{signal, SignalKind};
 use tracing::info;
 
 #[derive(Parser)]
-#[command(name = "cuzk-daemon", version, about = "cuzk Groth16 proving daemon for Filecoin")]
+#[command(
+    name = "cuzk-daemon",
+    version,
+    about = "cuzk Groth16 proving daemon for Filecoin"
+)]
 struct Args {
     /// TOML configuration file (every key optional; without it, defaults).
     #[arg(long, short)]
@@ -38,7 +42,10 @@ fn main() -> Result<()> {
     }
     config.validate()?;
     if args.print_config {
-        print!("{}", toml::to_string_pretty(&config).context("serialising the config")?);
+        print!(
+            "{}",
+            toml::to_string_pretty(&config).context("serialising the config")?
+        );
         return Ok(());
     }
     init_logging(&config.daemon.log);

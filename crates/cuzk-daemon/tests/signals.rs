@@ -46,7 +46,10 @@ fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
 fn wait_socket(sock: &Path) {
     let start = Instant::now();
     while !sock.exists() {
-        assert!(start.elapsed() < Duration::from_secs(30), "daemon did not listen");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "daemon did not listen"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -83,14 +86,20 @@ async fn sigterm_finishes_the_running_job_and_exits_zero() {
     c.get_status(GetStatusRequest {}).await.expect("status");
 
     let job = c
-        .submit_proof(submit_request(fixtures.request(ProofKind::WindowPost).unwrap()))
+        .submit_proof(submit_request(
+            fixtures.request(ProofKind::WindowPost).unwrap(),
+        ))
         .await
         .unwrap()
         .into_inner()
         .job_id;
     // Wait until it runs, then ask the daemon to stop.
     loop {
-        let s = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
+        let s = c
+            .get_status(GetStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
         if s.queues.iter().any(|q| q.in_progress > 0) {
             break;
         }
@@ -107,9 +116,10 @@ async fn sigterm_finishes_the_running_job_and_exits_zero() {
         .into_inner();
     assert_eq!(r.status, Status::Completed as i32, "{}", r.error_message);
     assert!(fixtures.verify(ProofKind::WindowPost, &r.proof).unwrap());
-    let status = tokio::task::spawn_blocking(move || wait_exit(&mut child, Duration::from_secs(60)))
-        .await
-        .unwrap();
+    let status =
+        tokio::task::spawn_blocking(move || wait_exit(&mut child, Duration::from_secs(60)))
+            .await
+            .unwrap();
     assert!(status.success(), "exit status {status}");
     assert!(!sock.exists(), "socket removed on exit");
 }

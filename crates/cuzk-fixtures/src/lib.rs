@@ -56,10 +56,18 @@ const UPDATE_PROOF: RegisteredUpdateProof = RegisteredUpdateProof::StackedDrg2Ki
 #[derive(Clone, Debug)]
 pub enum Progress {
     /// A step found done and reused.
-    Reused { step: String },
+    Reused {
+        step: String,
+    },
     /// A step begins; `estimate_secs` is its rough cost on 2 cores.
-    Started { step: String, estimate_secs: u64 },
-    Done { step: String, secs: f64 },
+    Started {
+        step: String,
+        estimate_secs: u64,
+    },
+    Done {
+        step: String,
+        secs: f64,
+    },
 }
 
 /// The fixture directory used when none is given: `$CUZK_FIXTURES_DIR`, else
@@ -184,7 +192,8 @@ pub fn ensure(dir: &Path, progress: &mut dyn FnMut(Progress)) -> Result<Fixtures
     let _guard = IN_PROCESS.lock().unwrap_or_else(|p| p.into_inner());
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let lock = File::create(dir.join(".lock"))?;
-    lock.lock_exclusive().context("locking the fixture directory")?;
+    lock.lock_exclusive()
+        .context("locking the fixture directory")?;
 
     let params = params_dir(dir);
     fs::create_dir_all(&params)?;
@@ -233,8 +242,12 @@ fn set_parent_cache(dir: &Path) -> Result<()> {
 /// Loads a complete fixture set (no generation).
 pub fn load(dir: &Path) -> Result<Fixtures> {
     let path = dir.join("manifest.json");
-    let text = fs::read_to_string(&path)
-        .with_context(|| format!("no fixtures at {} (run `cuzk-bench gen-fixtures`)", dir.display()))?;
+    let text = fs::read_to_string(&path).with_context(|| {
+        format!(
+            "no fixtures at {} (run `cuzk-bench gen-fixtures`)",
+            dir.display()
+        )
+    })?;
     let manifest: Manifest =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
     if manifest.version != MANIFEST_VERSION {
@@ -285,8 +298,13 @@ fn make_inputs(dir: &Path) -> Result<Fixtures> {
     let mut deadlines = Vec::new();
     for post_type in [WINDOW_PROOF, WINDOW_PROOF_V1] {
         let randomness = sector::random_fr_bytes(&mut rng);
-        let partitions =
-            sector::deadline_vanilla(post_type, &sealed, &deadline_sectors, prover_id, &randomness)?;
+        let partitions = sector::deadline_vanilla(
+            post_type,
+            &sealed,
+            &deadline_sectors,
+            prover_id,
+            &randomness,
+        )?;
         deadlines.push((post_type, randomness, partitions));
     }
 
@@ -300,7 +318,13 @@ fn make_inputs(dir: &Path) -> Result<Fixtures> {
         &mut rng,
     )?;
     let new_data = sector::random_data(&mut rng);
-    let snap = sector::snap_update(UPDATE_PROOF, SEAL_PROOF, &cc, &work.join("sector-2-update"), &new_data)?;
+    let snap = sector::snap_update(
+        UPDATE_PROOF,
+        SEAL_PROOF,
+        &cc,
+        &work.join("sector-2-update"),
+        &new_data,
+    )?;
 
     let save_all = |prefix: &str, blobs: &[Vec<u8>]| -> Result<Vec<String>> {
         blobs
@@ -449,11 +473,12 @@ impl Fixtures {
 
     /// A WindowPoSt request for partition `k` of deadline fixture `d`.
     pub fn deadline_request(&self, d: usize, k: usize) -> Result<RawRequest> {
-        let dl = self
-            .manifest
-            .window_deadlines
-            .get(d)
-            .with_context(|| format!("there are {} deadline fixtures", self.manifest.window_deadlines.len()))?;
+        let dl = self.manifest.window_deadlines.get(d).with_context(|| {
+            format!(
+                "there are {} deadline fixtures",
+                self.manifest.window_deadlines.len()
+            )
+        })?;
         let files = dl
             .partitions
             .get(k)
@@ -483,7 +508,12 @@ impl Fixtures {
         let replicas = dl
             .sector_numbers
             .iter()
-            .map(|n| (SectorId::from(*n), PublicReplicaInfo::new(post_type, dl.comm_r)))
+            .map(|n| {
+                (
+                    SectorId::from(*n),
+                    PublicReplicaInfo::new(post_type, dl.comm_r),
+                )
+            })
             .collect();
         let proof: Vec<u8> = partition_proofs.concat();
         post::verify_window_post(
@@ -537,7 +567,12 @@ impl Fixtures {
                 )]
                 .into_iter()
                 .collect();
-                post::verify_window_post(&p.randomness, &[(WINDOW_PROOF, proof)], &replicas, prover_id)
+                post::verify_window_post(
+                    &p.randomness,
+                    &[(WINDOW_PROOF, proof)],
+                    &replicas,
+                    prover_id,
+                )
             }
             ProofKind::SnapDeals => update::verify_empty_sector_update_proof(
                 UPDATE_PROOF,

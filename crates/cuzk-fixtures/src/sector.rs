@@ -43,11 +43,7 @@ pub(crate) fn random_fr_bytes(rng: &mut impl RngCore) -> [u8; 32] {
     b
 }
 
-fn write_piece(
-    proof: RegisteredSealProof,
-    data: &[u8],
-    staged: &Path,
-) -> Result<PieceInfo> {
+fn write_piece(proof: RegisteredSealProof, data: &[u8], staged: &Path) -> Result<PieceInfo> {
     let mut target = OpenOptions::new()
         .read(true)
         .write(true)
@@ -74,7 +70,10 @@ pub(crate) fn seal_sector(
     data: &[u8],
     rng: &mut impl RngCore,
 ) -> Result<Sealed> {
-    ensure!(data.len() as u64 == UNPADDED, "sector data must be {UNPADDED} bytes");
+    ensure!(
+        data.len() as u64 == UNPADDED,
+        "sector data must be {UNPADDED} bytes"
+    );
     fs::create_dir_all(dir)?;
     let staged = dir.join("staged");
     let replica = dir.join("sealed");
@@ -145,7 +144,10 @@ pub(crate) fn post_vanilla(
     if post_type.typ() == filecoin_proofs_api::PoStType::Winning {
         let picked =
             post::generate_winning_post_sector_challenge(post_type, randomness, 1, prover_id)?;
-        ensure!(picked == vec![0], "winning PoSt over one sector must pick it, got {picked:?}");
+        ensure!(
+            picked == vec![0],
+            "winning PoSt over one sector must pick it, got {picked:?}"
+        );
     }
     let challenges =
         post::generate_fallback_sector_challenges(post_type, randomness, &sectors, prover_id)?;

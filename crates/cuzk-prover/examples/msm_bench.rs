@@ -12,7 +12,10 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 fn main() {
-    let log: u32 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(20);
+    let log: u32 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(20);
     let n = 1usize << log;
     let base = G1Projective::random(ChaCha8Rng::seed_from_u64(1));
     let points: Vec<G1Affine> = {
@@ -35,13 +38,18 @@ fn main() {
 
     let proj: Vec<blst::blst_p1> = points
         .iter()
-        .map(|p| unsafe { std::mem::transmute::<G1Projective, blst::blst_p1>(G1Projective::from(p)) })
+        .map(|p| unsafe {
+            std::mem::transmute::<G1Projective, blst::blst_p1>(G1Projective::from(p))
+        })
         .collect();
     let affines = blst::p1_affines::from(&proj);
     let t = Instant::now();
     let bytes: Vec<u8> = scalars.iter().flat_map(|s| s.to_bytes_le()).collect();
     let theirs = affines.mult(&bytes, 255);
-    println!("blst  2^{log}: {:?} (threaded p1_affines::mult)", t.elapsed());
+    println!(
+        "blst  2^{log}: {:?} (threaded p1_affines::mult)",
+        t.elapsed()
+    );
     let theirs: G1Projective = unsafe { std::mem::transmute(theirs) };
     assert_eq!(ours.to_affine(), theirs.to_affine());
 }

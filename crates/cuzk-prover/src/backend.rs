@@ -97,7 +97,13 @@ pub struct ProveStats {
 
 impl ProveStats {
     pub fn total(&self) -> Duration {
-        self.ntt + self.msm_h + self.msm_l + self.msm_a + self.msm_b_g1 + self.msm_b_g2 + self.assembly
+        self.ntt
+            + self.msm_h
+            + self.msm_l
+            + self.msm_a
+            + self.msm_b_g1
+            + self.msm_b_g2
+            + self.assembly
     }
 }
 
@@ -160,18 +166,32 @@ pub fn check_batch(witnesses: usize, r: &[Scalar], s: &[Scalar]) -> Result<(), P
 }
 
 /// Checks that the SRS sizes fit a witness.
-pub fn check_srs(w: &PartitionWitness, srs: &SrsRef<'_>, domain_size: usize) -> Result<(), ProverError> {
+pub fn check_srs(
+    w: &PartitionWitness,
+    srs: &SrsRef<'_>,
+    domain_size: usize,
+) -> Result<(), ProverError> {
     let need = |what: &str, have: usize, want: usize| {
         if have == want {
             Ok(())
         } else {
-            Err(ProverError::Srs(format!("{what} has {have} points, the circuit needs {want}")))
+            Err(ProverError::Srs(format!(
+                "{what} has {have} points, the circuit needs {want}"
+            )))
         }
     };
     need("h", srs.h.len(), domain_size - 1)?;
     need("l", srs.l.len(), w.aux.len())?;
     need("a", srs.a.len(), w.input.len() + w.a_aux_density.count())?;
-    need("b_g1", srs.b_g1.len(), w.b_input_density.count() + w.b_aux_density.count())?;
-    need("b_g2", srs.b_g2.len(), w.b_input_density.count() + w.b_aux_density.count())?;
+    need(
+        "b_g1",
+        srs.b_g1.len(),
+        w.b_input_density.count() + w.b_aux_density.count(),
+    )?;
+    need(
+        "b_g2",
+        srs.b_g2.len(),
+        w.b_input_density.count() + w.b_aux_density.count(),
+    )?;
     Ok(())
 }

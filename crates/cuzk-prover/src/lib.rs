@@ -21,4 +21,6 @@ pub use backend::{DeviceInfo, ProveStats, ProverBackend, ProverError, SrsRef};
 pub use cpu::CpuBackend;
 pub use density::Density;
 pub use proof::{Proof, PROOF_BYTES};
-pub use synth::{synthesize, synthesize_sized, PartitionWitness, SynthError, Synthesized, WitnessSize};
+pub use synth::{
+    synthesize, synthesize_sized, PartitionWitness, SynthError, Synthesized, WitnessSize,
+};

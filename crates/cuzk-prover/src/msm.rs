@@ -201,12 +201,20 @@ pub fn msm<C: MsmCurve>(
 ) -> (C::Projective, MsmShape) {
     let n = scalars.len();
     let needed = density.map_or(n, Density::count);
-    assert!(points.len() >= needed, "MSM needs {needed} points, has {}", points.len());
+    assert!(
+        points.len() >= needed,
+        "MSM needs {needed} points, has {}",
+        points.len()
+    );
     if let Some(d) = density {
         assert_eq!(d.len(), n, "density bitmap and scalars differ in length");
     }
     let threads = rayon::current_num_threads().max(1);
-    let parts = if n < 2 * MIN_CHUNK { 1 } else { (2 * threads).min(n / MIN_CHUNK) };
+    let parts = if n < 2 * MIN_CHUNK {
+        1
+    } else {
+        (2 * threads).min(n / MIN_CHUNK)
+    };
     // Chunk boundaries on multiples of 64 keep prefix counting per word.
     let step = n.div_ceil(parts).next_multiple_of(64).max(64);
     let bounds: Vec<usize> = (0..n).step_by(step).chain(std::iter::once(n)).collect();
@@ -244,7 +252,11 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
-    fn naive_g1(points: &[G1Affine], scalars: &[Scalar], density: Option<&Density>) -> G1Projective {
+    fn naive_g1(
+        points: &[G1Affine],
+        scalars: &[Scalar],
+        density: Option<&Density>,
+    ) -> G1Projective {
         let mut acc = G1Projective::identity();
         let mut j = 0;
         for (i, s) in scalars.iter().enumerate() {
@@ -307,7 +319,13 @@ mod tests {
             .map(|_| G2Projective::random(&mut rng).to_affine())
             .collect();
         let scalars: Vec<Scalar> = (0..n)
-            .map(|i| if i % 3 == 0 { Scalar::ONE } else { Scalar::random(&mut rng) })
+            .map(|i| {
+                if i % 3 == 0 {
+                    Scalar::ONE
+                } else {
+                    Scalar::random(&mut rng)
+                }
+            })
             .collect();
         let mut want = G2Projective::identity();
         for (p, s) in points.iter().zip(&scalars) {

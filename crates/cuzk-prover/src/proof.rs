@@ -48,7 +48,12 @@ pub struct MsmResults {
 }
 
 /// Assembles a proof with randomisers `r` and `s`.
-pub fn assemble(srs: &SrsRef<'_>, m: &MsmResults, r: Scalar, s: Scalar) -> Result<Proof, ProverError> {
+pub fn assemble(
+    srs: &SrsRef<'_>,
+    m: &MsmResults,
+    r: Scalar,
+    s: Scalar,
+) -> Result<Proof, ProverError> {
     if bool::from(srs.delta_g1.is_identity() | srs.delta_g2.is_identity()) {
         return Err(ProverError::Srs("delta is the point at infinity".into()));
     }

@@ -154,7 +154,9 @@ impl ConstraintSystem<Scalar> for WitnessCs {
     {
         self.w.input.push(f()?);
         self.w.b_input_density.push();
-        Ok(Variable::new_unchecked(Index::Input(self.w.input.len() - 1)))
+        Ok(Variable::new_unchecked(Index::Input(
+            self.w.input.len() - 1,
+        )))
     }
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)

@@ -1,11 +1,10 @@
 //! Our prover against bellperson's on synthetic circuits: same bytes for the
 //! same r and s, proofs that verify, unsatisfied circuits refused.
 
-use bellperson::groth16::{
-    create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof,
-    Parameters,
-};
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use bellperson::groth16::{
+    create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof, Parameters,
+};
 use blstrs::{Bls12, Scalar};
 use cuzk_prover::backend::{ProverBackend, SrsRef};
 use cuzk_prover::cpu::CpuBackend;
@@ -37,7 +36,10 @@ impl Circuit<Scalar> for Chain {
             } else {
                 next_val
             };
-            let next = cs.alloc(|| format!("x{}", i + 1), || assigned.ok_or(SynthesisError::AssignmentMissing))?;
+            let next = cs.alloc(
+                || format!("x{}", i + 1),
+                || assigned.ok_or(SynthesisError::AssignmentMissing),
+            )?;
             cs.enforce(
                 || format!("step {i}"),
                 |lc| lc + cur,
@@ -45,9 +47,23 @@ impl Circuit<Scalar> for Chain {
                 |lc| lc + next - (Scalar::from(i as u64), CS::one()),
             );
             // A boolean side variable: b·(1−b) = 0.
-            let bit = val.map(|v| if v.is_odd().into() { Scalar::ONE } else { Scalar::ZERO });
-            let b = cs.alloc(|| format!("b{i}"), || bit.ok_or(SynthesisError::AssignmentMissing))?;
-            cs.enforce(|| format!("bool {i}"), |lc| lc + b, |lc| lc + CS::one() - b, |lc| lc);
+            let bit = val.map(|v| {
+                if v.is_odd().into() {
+                    Scalar::ONE
+                } else {
+                    Scalar::ZERO
+                }
+            });
+            let b = cs.alloc(
+                || format!("b{i}"),
+                || bit.ok_or(SynthesisError::AssignmentMissing),
+            )?;
+            cs.enforce(
+                || format!("bool {i}"),
+                |lc| lc + b,
+                |lc| lc + CS::one() - b,
+                |lc| lc,
+            );
             cur = next;
             val = next_val;
         }
@@ -74,26 +90,50 @@ fn srs_ref(p: &Parameters<Bls12>) -> SrsRef<'_> {
 
 fn check_equal(steps: usize) {
     let mut rng = ChaCha8Rng::seed_from_u64(steps as u64);
-    let blank = Chain { x: None, steps, break_at: None };
+    let blank = Chain {
+        x: None,
+        steps,
+        break_at: None,
+    };
     let params = generate_random_parameters::<Bls12, _, _>(blank, &mut rng).unwrap();
     let xs: Vec<Scalar> = (0..2).map(|_| Scalar::random(&mut rng)).collect();
     let r: Vec<Scalar> = (0..2).map(|_| Scalar::random(&mut rng)).collect();
     let s: Vec<Scalar> = (0..2).map(|_| Scalar::random(&mut rng)).collect();
-    let circuits: Vec<Chain> = xs.iter().map(|x| Chain { x: Some(*x), steps, break_at: None }).collect();
+    let circuits: Vec<Chain> = xs
+        .iter()
+        .map(|x| Chain {
+            x: Some(*x),
+            steps,
+            break_at: None,
+        })
+        .collect();
 
     let theirs = create_proof_batch(circuits.clone(), &params, r.clone(), s.clone()).unwrap();
-    let mut witnesses: Vec<_> = circuits.into_iter().map(|c| synthesize(c).unwrap().witness).collect();
+    let mut witnesses: Vec<_> = circuits
+        .into_iter()
+        .map(|c| synthesize(c).unwrap().witness)
+        .collect();
     let publics: Vec<Vec<Scalar>> = witnesses.iter().map(|w| w.input[1..].to_vec()).collect();
-    let (ours, stats) = CpuBackend.prove(&mut witnesses, &srs_ref(&params), &r, &s).unwrap();
+    let (ours, stats) = CpuBackend
+        .prove(&mut witnesses, &srs_ref(&params), &r, &s)
+        .unwrap();
     if steps >= 40 {
-        assert!(stats.shape.ones > 0 && stats.shape.zeros > 0, "{:?}", stats.shape);
+        assert!(
+            stats.shape.ones > 0 && stats.shape.zeros > 0,
+            "{:?}",
+            stats.shape
+        );
     }
 
     let pvk = prepare_verifying_key(&params.vk);
     for ((o, t), inputs) in ours.iter().zip(&theirs).zip(&publics) {
         let mut tb = Vec::new();
         t.write(&mut tb).unwrap();
-        assert_eq!(o.to_bytes().to_vec(), tb, "{steps} steps: proof bytes differ from bellperson");
+        assert_eq!(
+            o.to_bytes().to_vec(),
+            tb,
+            "{steps} steps: proof bytes differ from bellperson"
+        );
         let proof = bellperson::groth16::Proof::<Bls12>::read(&o.to_bytes()[..]).unwrap();
         assert!(verify_proof(&pvk, &proof, inputs).unwrap());
     }
@@ -114,9 +154,16 @@ fn equals_bellperson_2_pow_14() {
 
 #[test]
 fn unsatisfied_circuit_is_an_error() {
-    let c = Chain { x: Some(Scalar::from(3u64)), steps: 10, break_at: Some(4) };
+    let c = Chain {
+        x: Some(Scalar::from(3u64)),
+        steps: 10,
+        break_at: Some(4),
+    };
     match synthesize(c) {
         Err(SynthError::Unsatisfied { index, .. }) => assert_eq!(index, 8, "step 4's constraint"),
-        other => panic!("expected an unsatisfied error, got {:?}", other.map(|s| s.witness.num_constraints())),
+        other => panic!(
+            "expected an unsatisfied error, got {:?}",
+            other.map(|s| s.witness.num_constraints())
+        ),
     }
 }

@@ -51,7 +51,8 @@ fn cuda(gpus: &GpusConfig) -> Result<Vec<Arc<dyn ProverBackend>>, String> {
         if out.iter().any(|b| b.name() == format!("cuda:{d}")) {
             return Err(format!("gpus.devices lists device {d} twice"));
         }
-        let b = CudaBackend::with_placement(d, placement).map_err(|e| format!("gpus.devices: {e}"))?;
+        let b =
+            CudaBackend::with_placement(d, placement).map_err(|e| format!("gpus.devices: {e}"))?;
         let name = b.device_name().unwrap_or_default();
         info!(device = d, name, srs_on_device = ?placement, "CUDA prover backend");
         out.push(Arc::new(b));

@@ -94,7 +94,9 @@ pub fn submit_status(e: SubmitError) -> Status {
         SubmitError::Request(RequestError::FailedPrecondition(_)) => {
             Status::failed_precondition(e.to_string())
         }
-        SubmitError::Request(RequestError::Unimplemented(_)) => Status::unimplemented(e.to_string()),
+        SubmitError::Request(RequestError::Unimplemented(_)) => {
+            Status::unimplemented(e.to_string())
+        }
         SubmitError::RequestIdConflict { .. } => Status::already_exists(e.to_string()),
         SubmitError::ShuttingDown => Status::unavailable(e.to_string()),
     }

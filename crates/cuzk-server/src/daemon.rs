@@ -56,7 +56,11 @@ impl Daemon {
     pub async fn start(config: Config) -> Result<Daemon, DaemonError> {
         let budget = MemoryBudget::new(config.memory.resolve()?);
         let loader = ParamsLoader::new(config.params.check_subgroup, config.srs.warm_dir.clone());
-        let srs = SrsManager::new(Arc::new(loader), budget.clone(), config.srs.eviction_min_idle);
+        let srs = SrsManager::new(
+            Arc::new(loader),
+            budget.clone(),
+            config.srs.eviction_min_idle,
+        );
         let parts = EngineParts {
             system: Arc::new(FilecoinProofs),
             backends: crate::backends::from_config(&config.gpus).map_err(DaemonError::Backend)?,
@@ -72,17 +76,21 @@ impl Daemon {
         let params = config.params.resolved_cache_dir();
         cuzk_core::params::init_parameter_cache(&params)?;
         info!(dir = %params.display(), "Groth16 parameter cache");
-        let bound = Bound::bind(&listen).await.map_err(|source| DaemonError::Bind {
-            addr: config.daemon.listen.clone(),
-            source,
-        })?;
+        let bound = Bound::bind(&listen)
+            .await
+            .map_err(|source| DaemonError::Bind {
+                addr: config.daemon.listen.clone(),
+                source,
+            })?;
         let engine = Engine::start(config.engine.clone(), parts);
         let status = if config.daemon.status_listen.trim().is_empty() {
             None
         } else {
             let l = tokio::net::TcpListener::bind(config.daemon.status_listen.trim())
                 .await
-                .map_err(|e| DaemonError::Status(format!("{}: {e}", config.daemon.status_listen)))?;
+                .map_err(|e| {
+                    DaemonError::Status(format!("{}: {e}", config.daemon.status_listen))
+                })?;
             Some(l)
         };
         Ok(Daemon {
@@ -136,7 +144,9 @@ impl Daemon {
             Bound::Tcp(..) => None,
         };
         let server = match bound {
-            Bound::Tcp(l, _) => tokio::spawn(router.serve_with_incoming_shutdown(TcpListenerStream::new(l), stop)),
+            Bound::Tcp(l, _) => {
+                tokio::spawn(router.serve_with_incoming_shutdown(TcpListenerStream::new(l), stop))
+            }
             Bound::Unix(l, _) => {
                 tokio::spawn(router.serve_with_incoming_shutdown(UnixListenerStream::new(l), stop))
             }

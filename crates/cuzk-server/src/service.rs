@@ -38,11 +38,20 @@ impl ProvingService {
         })
     }
 
-    async fn wait(&self, job_id: &str, timeout: Option<Duration>) -> Result<AwaitProofResponse, Status> {
+    async fn wait(
+        &self,
+        job_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<AwaitProofResponse, Status> {
         if job_id.is_empty() {
             return Err(Status::invalid_argument("job_id: is empty"));
         }
-        match self.engine.await_job(job_id, timeout).await.map_err(job_status)? {
+        match self
+            .engine
+            .await_job(job_id, timeout)
+            .await
+            .map_err(job_status)?
+        {
             AwaitOutcome::Done(outcome) => Ok(await_response(job_id, &outcome)),
             AwaitOutcome::Timeout => Ok(timeout_response(job_id)),
         }
@@ -119,7 +128,9 @@ impl ProvingEngine for ProvingService {
                         vram_total_bytes: info.memory_total,
                         vram_free_bytes: info.memory_free,
                         current_job_id: task.map(|t| t.job_id.clone()).unwrap_or_default(),
-                        current_proof_kind: task.map(|t| t.kind.as_str().to_string()).unwrap_or_default(),
+                        current_proof_kind: task
+                            .map(|t| t.kind.as_str().to_string())
+                            .unwrap_or_default(),
                     })
                 })
                 .collect(),

@@ -14,8 +14,16 @@ use tonic::Code;
 
 /// Submits `req`, expects `code` with `needle` in the message, then checks
 /// the daemon still answers.
-async fn refused(c: &mut ProvingEngineClient<Channel>, req: SubmitProofRequest, code: Code, needle: &str) {
-    let e = c.submit_proof(req).await.expect_err("request must be refused");
+async fn refused(
+    c: &mut ProvingEngineClient<Channel>,
+    req: SubmitProofRequest,
+    code: Code,
+    needle: &str,
+) {
+    let e = c
+        .submit_proof(req)
+        .await
+        .expect_err("request must be refused");
     assert_eq!(e.code(), code, "message: {}", e.message());
     assert!(
         e.message().contains(needle),
@@ -33,10 +41,15 @@ async fn malformed_vanilla_json_then_a_valid_request_still_proves() {
     r.vanilla_proof = b"{\"registered_proof\": \"StackedDrg2KiBV1_1\", oops".to_vec();
     refused(&mut c, r, Code::InvalidArgument, "vanilla_proof").await;
     let mut r = request(ProofKind::PoRep);
-    r.vanilla_proof = b"{\"SectorNum\":1,\"Phase1Out\":\"not base64!\",\"SectorSize\":2048}".to_vec();
+    r.vanilla_proof =
+        b"{\"SectorNum\":1,\"Phase1Out\":\"not base64!\",\"SectorSize\":2048}".to_vec();
     refused(&mut c, r, Code::InvalidArgument, "vanilla_proof").await;
     // The daemon goes on proving.
-    let ok = c.submit_proof(request(ProofKind::WindowPost)).await.unwrap().into_inner();
+    let ok = c
+        .submit_proof(request(ProofKind::WindowPost))
+        .await
+        .unwrap()
+        .into_inner();
     let r = await_job(&mut c, &ok.job_id).await;
     assert_eq!(status_of(&r), Status::Completed, "{}", r.error_message);
     d.stop().await;
@@ -50,7 +63,11 @@ async fn truncated_vanilla_bytes() {
     let n = r.vanilla_proof.len();
     r.vanilla_proof.truncate(n / 2);
     refused(&mut c, r, Code::InvalidArgument, "vanilla_proof").await;
-    for kind in [ProofKind::WindowPost, ProofKind::WinningPost, ProofKind::SnapDeals] {
+    for kind in [
+        ProofKind::WindowPost,
+        ProofKind::WinningPost,
+        ProofKind::SnapDeals,
+    ] {
         let mut r = request(kind);
         let n = r.vanilla_proofs[0].len();
         r.vanilla_proofs[0].truncate(n - 7);
@@ -106,7 +123,11 @@ async fn kind_that_does_not_match_registered_proof_or_sector_size() {
         // It decodes (same sector shape); then it must fail, never "succeed".
         let job = e.unwrap().into_inner().job_id;
         let r = await_job(&mut c, &job).await;
-        assert_eq!(status_of(&r), Status::Failed, "a mismatched proof cannot complete");
+        assert_eq!(
+            status_of(&r),
+            Status::Failed,
+            "a mismatched proof cannot complete"
+        );
     }
     get_status(&mut c).await;
     d.stop().await;
@@ -122,7 +143,11 @@ async fn empty_fields() {
     let mut r = request(ProofKind::PoRep);
     r.vanilla_proof.clear();
     refused(&mut c, r, Code::InvalidArgument, "vanilla_proof").await;
-    for kind in [ProofKind::WindowPost, ProofKind::WinningPost, ProofKind::SnapDeals] {
+    for kind in [
+        ProofKind::WindowPost,
+        ProofKind::WinningPost,
+        ProofKind::SnapDeals,
+    ] {
         let mut r = request(kind);
         r.vanilla_proofs.clear();
         refused(&mut c, r, Code::InvalidArgument, "vanilla_proofs").await;
@@ -167,7 +192,8 @@ async fn messages_over_the_size_limit() {
     refused(&mut c, r, Code::InvalidArgument, "max_vanilla_bytes").await;
     let mut r = request(ProofKind::WindowPost);
     r.vanilla_proofs = vec![vec![0u8; 6 << 10]; 3];
-    r.vanilla_proofs.push(request(ProofKind::WindowPost).vanilla_proofs[0].clone());
+    r.vanilla_proofs
+        .push(request(ProofKind::WindowPost).vanilla_proofs[0].clone());
     refused(&mut c, r, Code::InvalidArgument, "vanilla_proofs").await;
     // Beyond the transport limit (the configured limit + 16 MiB) the gRPC
     // layer refuses the message before it is decoded.

@@ -24,17 +24,29 @@ async fn all_four_kinds_prove_and_verify() {
     ];
     let mut jobs = Vec::new();
     for kind in kinds {
-        let r = c.submit_proof(request(kind)).await.expect("submit").into_inner();
+        let r = c
+            .submit_proof(request(kind))
+            .await
+            .expect("submit")
+            .into_inner();
         assert!(!r.job_id.is_empty());
         jobs.push((kind, r.job_id));
     }
     for (kind, job_id) in jobs {
         let r = await_job(&mut c, &job_id).await;
-        assert_eq!(status_of(&r), Status::Completed, "{kind}: {}", r.error_message);
+        assert_eq!(
+            status_of(&r),
+            Status::Completed,
+            "{kind}: {}",
+            r.error_message
+        );
         assert!(r.error_message.is_empty());
         assert_eq!(r.proof.len() % 192, 0, "{kind}: whole Groth16 proofs");
         assert!(!r.proof.is_empty());
-        assert!(r.total_ms >= r.prove_ms + r.verify_ms, "{kind}: timings add up");
+        assert!(
+            r.total_ms >= r.prove_ms + r.verify_ms,
+            "{kind}: timings add up"
+        );
         assert!(r.prove_ms > 0, "{kind}: proving takes time");
         // Independent check: filecoin-proofs-api's verifier, with the public
         // inputs recorded when the fixtures were sealed.
@@ -82,7 +94,11 @@ async fn same_request_id_twice_is_one_job_and_one_proof() {
     assert_eq!(again.proof, ra.proof);
     let s = get_status(&mut c).await;
     assert_eq!(s.total_proofs_completed, 1, "proved exactly once");
-    let m = c.get_metrics(GetMetricsRequest {}).await.unwrap().into_inner();
+    let m = c
+        .get_metrics(GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner();
     assert!(
         m.prometheus_text
             .contains("cuzk_jobs_submitted_total{kind=\"window-post\"} 1"),
@@ -104,29 +120,65 @@ async fn critical_job_starts_before_queued_normal_jobs() {
     };
     // A long PoRep holds the prover; one NORMAL WindowPoSt gets synthesized
     // and waits in the (one-place) ready queue; then more arrive.
-    let blocker = c.submit_proof(submit(ProofKind::PoRep, 2)).await.unwrap().into_inner().job_id;
+    let blocker = c
+        .submit_proof(submit(ProofKind::PoRep, 2))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
     wait_running(&mut c, ProofKind::PoRep).await;
-    let n1 = c.submit_proof(submit(ProofKind::WindowPost, 2)).await.unwrap().into_inner();
+    let n1 = c
+        .submit_proof(submit(ProofKind::WindowPost, 2))
+        .await
+        .unwrap()
+        .into_inner();
     wait_running(&mut c, ProofKind::WindowPost).await;
-    let n2 = c.submit_proof(submit(ProofKind::WindowPost, 2)).await.unwrap().into_inner();
-    let n3 = c.submit_proof(submit(ProofKind::WindowPost, 2)).await.unwrap().into_inner();
-    let crit = c.submit_proof(submit(ProofKind::WindowPost, 4)).await.unwrap().into_inner();
+    let n2 = c
+        .submit_proof(submit(ProofKind::WindowPost, 2))
+        .await
+        .unwrap()
+        .into_inner();
+    let n3 = c
+        .submit_proof(submit(ProofKind::WindowPost, 2))
+        .await
+        .unwrap()
+        .into_inner();
+    let crit = c
+        .submit_proof(submit(ProofKind::WindowPost, 4))
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(n2.queue_position, 0);
     assert_eq!(n3.queue_position, 1);
-    assert_eq!(crit.queue_position, 0, "CRITICAL is placed ahead of queued NORMAL jobs");
+    assert_eq!(
+        crit.queue_position, 0,
+        "CRITICAL is placed ahead of queued NORMAL jobs"
+    );
 
     let order = Arc::new(Mutex::new(Vec::new()));
     let mut waits = Vec::new();
-    for (name, id) in [("n1", n1.job_id), ("n2", n2.job_id), ("n3", n3.job_id), ("crit", crit.job_id)] {
+    for (name, id) in [
+        ("n1", n1.job_id),
+        ("n2", n2.job_id),
+        ("n3", n3.job_id),
+        ("crit", crit.job_id),
+    ] {
         let (order, mut c) = (order.clone(), d.client().await);
         waits.push(tokio::spawn(async move {
             let r = await_job(&mut c, &id).await;
-            assert_eq!(status_of(&r), Status::Completed, "{name}: {}", r.error_message);
+            assert_eq!(
+                status_of(&r),
+                Status::Completed,
+                "{name}: {}",
+                r.error_message
+            );
             order.lock().unwrap().push(name);
         }));
     }
     // Free the prover: the PoRep is cancelled mid-proof.
-    c.cancel_proof(CancelProofRequest { job_id: blocker }).await.unwrap();
+    c.cancel_proof(CancelProofRequest { job_id: blocker })
+        .await
+        .unwrap();
     for w in waits {
         w.await.unwrap();
     }
@@ -145,9 +197,17 @@ async fn critical_job_starts_before_queued_normal_jobs() {
 async fn await_timeout_returns_timeout_and_job_continues() {
     let d = start(|_| {}).await;
     let mut c = d.client().await;
-    let blocker = c.submit_proof(request(ProofKind::WindowPost)).await.unwrap().into_inner();
+    let blocker = c
+        .submit_proof(request(ProofKind::WindowPost))
+        .await
+        .unwrap()
+        .into_inner();
     wait_running(&mut c, ProofKind::WindowPost).await;
-    let queued = c.submit_proof(request(ProofKind::WindowPost)).await.unwrap().into_inner();
+    let queued = c
+        .submit_proof(request(ProofKind::WindowPost))
+        .await
+        .unwrap()
+        .into_inner();
     let r = c
         .await_proof(AwaitProofRequest {
             job_id: queued.job_id.clone(),
@@ -160,7 +220,10 @@ async fn await_timeout_returns_timeout_and_job_continues() {
     assert!(r.proof.is_empty());
     let r = await_job(&mut c, &queued.job_id).await;
     assert_eq!(status_of(&r), Status::Completed, "{}", r.error_message);
-    assert_eq!(status_of(&await_job(&mut c, &blocker.job_id).await), Status::Completed);
+    assert_eq!(
+        status_of(&await_job(&mut c, &blocker.job_id).await),
+        Status::Completed
+    );
     let missing = c
         .await_proof(AwaitProofRequest {
             job_id: "no-such-job".into(),
@@ -177,9 +240,17 @@ async fn cancel_of_a_queued_job() {
     let d = start(|_| {}).await;
     let mut c = d.client().await;
     // A PoRep proving and a WindowPoSt synthesized keep the third job queued.
-    let blocker = c.submit_proof(request(ProofKind::PoRep)).await.unwrap().into_inner();
+    let blocker = c
+        .submit_proof(request(ProofKind::PoRep))
+        .await
+        .unwrap()
+        .into_inner();
     wait_running(&mut c, ProofKind::PoRep).await;
-    let ready = c.submit_proof(request(ProofKind::WindowPost)).await.unwrap().into_inner();
+    let ready = c
+        .submit_proof(request(ProofKind::WindowPost))
+        .await
+        .unwrap()
+        .into_inner();
     wait_running(&mut c, ProofKind::WindowPost).await;
     // LOW, so it never overtakes the WindowPoSt (which may still be
     // waiting for memory and would give way to a more urgent job).
@@ -214,10 +285,19 @@ async fn cancel_of_a_queued_job() {
         .unwrap()
         .into_inner();
     assert!(r.was_running);
-    assert_eq!(status_of(&await_job(&mut c, &blocker.job_id).await), Status::Cancelled);
-    assert_eq!(status_of(&await_job(&mut c, &ready.job_id).await), Status::Completed);
+    assert_eq!(
+        status_of(&await_job(&mut c, &blocker.job_id).await),
+        Status::Cancelled
+    );
+    assert_eq!(
+        status_of(&await_job(&mut c, &ready.job_id).await),
+        Status::Completed
+    );
     let s = get_status(&mut c).await;
-    assert_eq!(s.total_proofs_completed, 1, "only the WindowPoSt was proved");
+    assert_eq!(
+        s.total_proofs_completed, 1,
+        "only the WindowPoSt was proved"
+    );
     d.stop().await;
 }
 
@@ -239,16 +319,27 @@ async fn window_post_partitions_verify_as_a_deadline() {
         let mut proofs = Vec::new();
         for k in 0..deadline.partitions.len() {
             let r = prove(f.deadline_request(dl, k).unwrap()).await;
-            assert_eq!(status_of(&r), Status::Completed, "deadline {dl} partition {k}: {}", r.error_message);
+            assert_eq!(
+                status_of(&r),
+                Status::Completed,
+                "deadline {dl} partition {k}: {}",
+                r.error_message
+            );
             assert_eq!(r.proof.len(), 192);
             proofs.push(r.proof);
         }
-        assert!(proofs.len() >= 2, "the deadline fixture has several partitions");
+        assert!(
+            proofs.len() >= 2,
+            "the deadline fixture has several partitions"
+        );
         // filecoin-proofs-api's verifier accepts the partitions as one
         // deadline, and only in their order.
         assert!(f.verify_deadline(dl, &proofs).unwrap(), "deadline {dl}");
         let swapped: Vec<_> = proofs.iter().rev().cloned().collect();
-        assert!(!f.verify_deadline(dl, &swapped).unwrap_or(false), "deadline {dl}");
+        assert!(
+            !f.verify_deadline(dl, &swapped).unwrap_or(false),
+            "deadline {dl}"
+        );
     }
 
     // Tampered public inputs: the daemon's own check rejects the proof, so

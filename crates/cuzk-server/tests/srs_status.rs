@@ -5,9 +5,7 @@
 mod support;
 
 use cuzk_core::ProofKind;
-use cuzk_proto::v1::{
-    srs_status::Tier, CancelProofRequest, EvictSrsRequest, PreloadSrsRequest,
-};
+use cuzk_proto::v1::{srs_status::Tier, CancelProofRequest, EvictSrsRequest, PreloadSrsRequest};
 use support::*;
 use tonic::Code;
 
@@ -16,19 +14,27 @@ async fn preload_and_evict_an_idle_srs() {
     let d = start(|_| {}).await;
     let mut c = d.client().await;
     let r = c
-        .preload_srs(PreloadSrsRequest { circuit_id: "wpost-2k".into() })
+        .preload_srs(PreloadSrsRequest {
+            circuit_id: "wpost-2k".into(),
+        })
         .await
         .unwrap()
         .into_inner();
     assert!(!r.already_loaded);
     let r = c
-        .preload_srs(PreloadSrsRequest { circuit_id: "wpost-2k".into() })
+        .preload_srs(PreloadSrsRequest {
+            circuit_id: "wpost-2k".into(),
+        })
         .await
         .unwrap()
         .into_inner();
     assert!(r.already_loaded);
     let s = get_status(&mut c).await;
-    let wpost = s.loaded_srs.iter().find(|e| e.circuit_id == "wpost-2k").expect("listed");
+    let wpost = s
+        .loaded_srs
+        .iter()
+        .find(|e| e.circuit_id == "wpost-2k")
+        .expect("listed");
     assert_eq!(wpost.tier, Tier::Hot as i32);
     assert!(wpost.size_bytes > 10 << 20, "{}", wpost.size_bytes);
     let now = std::time::SystemTime::now()
@@ -43,32 +49,56 @@ async fn preload_and_evict_an_idle_srs() {
     let hot = wpost.size_bytes;
 
     let r = c
-        .evict_srs(EvictSrsRequest { circuit_id: "wpost-2k".into() })
+        .evict_srs(EvictSrsRequest {
+            circuit_id: "wpost-2k".into(),
+        })
         .await
         .unwrap()
         .into_inner();
     assert!(r.was_loaded);
     assert_eq!(r.freed_bytes, hot);
     let s = get_status(&mut c).await;
-    let wpost = s.loaded_srs.iter().find(|e| e.circuit_id == "wpost-2k").unwrap();
-    assert_eq!(wpost.tier, Tier::Cold as i32, "no warm dir configured: back to cold");
+    let wpost = s
+        .loaded_srs
+        .iter()
+        .find(|e| e.circuit_id == "wpost-2k")
+        .unwrap();
+    assert_eq!(
+        wpost.tier,
+        Tier::Cold as i32,
+        "no warm dir configured: back to cold"
+    );
     let r = c
-        .evict_srs(EvictSrsRequest { circuit_id: "wpost-2k".into() })
+        .evict_srs(EvictSrsRequest {
+            circuit_id: "wpost-2k".into(),
+        })
         .await
         .unwrap()
         .into_inner();
     assert!(!r.was_loaded && r.freed_bytes == 0);
 
     for bad in ["", "porep", "seal-32g", "porep-3g"] {
-        let e = c.preload_srs(PreloadSrsRequest { circuit_id: bad.into() }).await.unwrap_err();
+        let e = c
+            .preload_srs(PreloadSrsRequest {
+                circuit_id: bad.into(),
+            })
+            .await
+            .unwrap_err();
         assert_eq!(e.code(), Code::InvalidArgument, "{bad:?}: {}", e.message());
         assert!(e.message().contains("circuit_id"));
-        let e = c.evict_srs(EvictSrsRequest { circuit_id: bad.into() }).await.unwrap_err();
+        let e = c
+            .evict_srs(EvictSrsRequest {
+                circuit_id: bad.into(),
+            })
+            .await
+            .unwrap_err();
         assert_eq!(e.code(), Code::InvalidArgument);
     }
     // Parameters the 2 KiB fixtures do not have.
     let e = c
-        .preload_srs(PreloadSrsRequest { circuit_id: "porep-32g".into() })
+        .preload_srs(PreloadSrsRequest {
+            circuit_id: "porep-32g".into(),
+        })
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::FailedPrecondition, "{}", e.message());
@@ -81,12 +111,20 @@ async fn evicting_an_srs_in_use_is_refused() {
     let warm = dir.path().to_path_buf();
     let d = start(move |c| c.srs.warm_dir = Some(warm)).await;
     let mut c = d.client().await;
-    let job = c.submit_proof(request(ProofKind::PoRep)).await.unwrap().into_inner().job_id;
+    let job = c
+        .submit_proof(request(ProofKind::PoRep))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
     // The SRS is leased while a partition is proved.
     let mut in_use = false;
     for _ in 0..30000 {
         let s = get_status(&mut c).await;
-        if s.loaded_srs.iter().any(|e| e.circuit_id == "porep-2k" && e.ref_count > 0) {
+        if s.loaded_srs
+            .iter()
+            .any(|e| e.circuit_id == "porep-2k" && e.ref_count > 0)
+        {
             in_use = true;
             break;
         }
@@ -94,16 +132,25 @@ async fn evicting_an_srs_in_use_is_refused() {
     }
     assert!(in_use, "the PoRep SRS was never seen in use");
     let e = c
-        .evict_srs(EvictSrsRequest { circuit_id: "porep-2k".into() })
+        .evict_srs(EvictSrsRequest {
+            circuit_id: "porep-2k".into(),
+        })
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::FailedPrecondition);
     assert!(e.message().contains("in use"), "{}", e.message());
-    c.cancel_proof(CancelProofRequest { job_id: job }).await.unwrap();
+    c.cancel_proof(CancelProofRequest { job_id: job })
+        .await
+        .unwrap();
     // Once the job has let go, eviction works and the warm file remains.
     let mut evicted = None;
     for _ in 0..30000 {
-        match c.evict_srs(EvictSrsRequest { circuit_id: "porep-2k".into() }).await {
+        match c
+            .evict_srs(EvictSrsRequest {
+                circuit_id: "porep-2k".into(),
+            })
+            .await
+        {
             Ok(r) => {
                 evicted = Some(r.into_inner());
                 break;
@@ -117,8 +164,16 @@ async fn evicting_an_srs_in_use_is_refused() {
     let r = evicted.expect("evicted once idle");
     assert!(r.was_loaded && r.freed_bytes > 1 << 30);
     let s = get_status(&mut c).await;
-    let porep = s.loaded_srs.iter().find(|e| e.circuit_id == "porep-2k").unwrap();
-    assert_eq!(porep.tier, Tier::Warm as i32, "a warm file was written on first load");
+    let porep = s
+        .loaded_srs
+        .iter()
+        .find(|e| e.circuit_id == "porep-2k")
+        .unwrap();
+    assert_eq!(
+        porep.tier,
+        Tier::Warm as i32,
+        "a warm file was written on first load"
+    );
     d.stop().await;
 }
 
@@ -127,9 +182,17 @@ async fn http_status_and_prometheus_metrics() {
     let d = start(|c| c.daemon.status_listen = "127.0.0.1:0".into()).await;
     let base = d.status_addr.clone().expect("status endpoint configured");
     let mut c = d.client().await;
-    let job = c.submit_proof(request(ProofKind::WindowPost)).await.unwrap().into_inner().job_id;
+    let job = c
+        .submit_proof(request(ProofKind::WindowPost))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
     let r = await_job(&mut c, &job).await;
-    assert_eq!(status_of(&r), cuzk_proto::v1::await_proof_response::Status::Completed);
+    assert_eq!(
+        status_of(&r),
+        cuzk_proto::v1::await_proof_response::Status::Completed
+    );
 
     let (code, body) = http_get(&base, "/metrics").await;
     assert_eq!(code, 200);
@@ -146,11 +209,20 @@ async fn http_status_and_prometheus_metrics() {
                 _ => f64::NAN,
             })
     };
-    assert_eq!(value("cuzk_jobs_submitted_total", ("kind", "window-post")), Some(1.0));
+    assert_eq!(
+        value("cuzk_jobs_submitted_total", ("kind", "window-post")),
+        Some(1.0)
+    );
     assert_eq!(value("cuzk_queue_depth", ("kind", "porep")), Some(0.0));
     assert!(value("cuzk_memory_budget_bytes", ("state", "limit")).unwrap() > 0.0);
-    assert!(scrape.samples.iter().any(|s| s.metric.starts_with("cuzk_partition_stage_seconds")));
-    assert!(scrape.samples.iter().any(|s| s.metric == "cuzk_worker_busy_seconds_total"));
+    assert!(scrape
+        .samples
+        .iter()
+        .any(|s| s.metric.starts_with("cuzk_partition_stage_seconds")));
+    assert!(scrape
+        .samples
+        .iter()
+        .any(|s| s.metric == "cuzk_worker_busy_seconds_total"));
 
     let (code, body) = http_get(&base, "/status").await;
     assert_eq!(code, 200);

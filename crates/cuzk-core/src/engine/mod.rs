@@ -63,7 +63,9 @@ pub enum SubmitError {
     #[error(transparent)]
     Request(#[from] RequestError),
     /// The request_id is taken by a job of another kind.
-    #[error("request_id {request_id:?} already names a {existing} job; this request is {requested}")]
+    #[error(
+        "request_id {request_id:?} already names a {existing} job; this request is {requested}"
+    )]
     RequestIdConflict {
         request_id: String,
         existing: ProofKind,
@@ -79,7 +81,10 @@ pub enum JobError {
     #[error("no job {0:?} (unknown, or finished longer ago than engine.job_retention)")]
     NotFound(String),
     #[error("job {job_id:?} has already ended ({status})")]
-    AlreadyEnded { job_id: String, status: &'static str },
+    AlreadyEnded {
+        job_id: String,
+        status: &'static str,
+    },
 }
 
 /// A job accepted (or found again) by submit.
@@ -221,7 +226,10 @@ impl Engine {
     /// # Panics
     /// If `parts.backends` is empty.
     pub fn start(config: EngineConfig, parts: EngineParts) -> Engine {
-        assert!(!parts.backends.is_empty(), "an engine needs at least one prover backend");
+        assert!(
+            !parts.backends.is_empty(),
+            "an engine needs at least one prover backend"
+        );
         let synth_workers = config.partition_workers.max(1);
         let per_device = config.gpu_workers_per_device.max(1);
         let worker_device: Vec<usize> = (0..parts.backends.len())
@@ -252,7 +260,9 @@ impl Engine {
             mem_head: Mutex::new(None),
             worker_device,
         });
-        inner.metrics.budget(inner.parts.budget.used(), inner.parts.budget.limit());
+        inner
+            .metrics
+            .budget(inner.parts.budget.used(), inner.parts.budget.limit());
         workers::spawn(&inner, synth_workers, prove_workers);
         info!(
             synth_workers,
@@ -367,7 +377,11 @@ impl Engine {
     }
 
     /// Waits for a job to end, or for `timeout` to pass (None: no limit).
-    pub async fn await_job(&self, job_id: &str, timeout: Option<Duration>) -> Result<AwaitOutcome, JobError> {
+    pub async fn await_job(
+        &self,
+        job_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<AwaitOutcome, JobError> {
         let job = self
             .job(job_id)
             .ok_or_else(|| JobError::NotFound(job_id.to_string()))?;
@@ -375,7 +389,10 @@ impl Engine {
         let wait = async {
             // The job owns the sender, and `job` is held here: the channel
             // cannot close while waiting.
-            let phase = rx.wait_for(JobPhase::is_done).await.expect("job sender alive");
+            let phase = rx
+                .wait_for(JobPhase::is_done)
+                .await
+                .expect("job sender alive");
             match &*phase {
                 JobPhase::Done(outcome) => outcome.clone(),
                 _ => unreachable!("wait_for returned a phase that is not done"),
@@ -406,9 +423,15 @@ impl Engine {
                 status: outcome.status.as_str(),
             });
         }
-        job.cancel_requested.store(true, std::sync::atomic::Ordering::SeqCst);
+        job.cancel_requested
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let was_running = job.run().started.is_some();
-        let outcome = job.outcome_now(JobStatus::Cancelled, Vec::new(), "cancelled".into(), Duration::ZERO);
+        let outcome = job.outcome_now(
+            JobStatus::Cancelled,
+            Vec::new(),
+            "cancelled".into(),
+            Duration::ZERO,
+        );
         end_job(&mut st, &self.inner, &job, outcome);
         drop(st);
         self.inner.synth_cv.notify_all();
@@ -448,7 +471,13 @@ impl Engine {
         EngineStatus {
             backends: self.inner.parts.backends.iter().map(|b| b.name()).collect(),
             prover_devices: self.inner.worker_device.clone(),
-            devices: self.inner.parts.backends.iter().map(|b| b.device()).collect(),
+            devices: self
+                .inner
+                .parts
+                .backends
+                .iter()
+                .map(|b| b.device())
+                .collect(),
             queues,
             synthesis_workers,
             prover_workers,
@@ -471,7 +500,9 @@ impl Engine {
         for q in &s.queues {
             self.inner.metrics.queues(q.kind, q.pending, q.in_progress);
         }
-        self.inner.metrics.partitions("ready", s.ready_partitions as usize);
+        self.inner
+            .metrics
+            .partitions("ready", s.ready_partitions as usize);
         self.inner.metrics.budget(s.budget_used, s.budget_limit);
         self.inner.metrics.render(s.uptime)
     }
@@ -534,7 +565,11 @@ impl Engine {
 
 /// The live job a request_id names, as a submission; `None` when there is
 /// none or it failed / was cancelled (then the request is proved again).
-fn existing_job(st: &State, request_id: &str, kind: ProofKind) -> Result<Option<Submission>, SubmitError> {
+fn existing_job(
+    st: &State,
+    request_id: &str,
+    kind: ProofKind,
+) -> Result<Option<Submission>, SubmitError> {
     let Some(job) = st.jobs.get(request_id) else {
         return Ok(None);
     };
@@ -572,10 +607,12 @@ fn queue_position(st: &State, key: JobKey) -> u32 {
 
 /// Forgets jobs that ended more than `retention` ago.
 fn prune_finished(st: &mut State, retention: Duration) {
-    st.jobs.retain(|_, job| match *job.finished_at.lock().expect("finished_at lock") {
-        Some(at) => at.elapsed() < retention,
-        None => true,
-    });
+    st.jobs.retain(
+        |_, job| match *job.finished_at.lock().expect("finished_at lock") {
+            Some(at) => at.elapsed() < retention,
+            None => true,
+        },
+    );
 }
 
 /// Ends a job unless it has ended already: counts the end in the totals and
@@ -618,7 +655,9 @@ pub(crate) fn end_job(st: &mut State, inner: &Inner, job: &Arc<Job>, outcome: Jo
             total_ms = outcome.timings.total.as_millis() as u64,
             "job completed, proof verified"
         ),
-        JobStatus::Failed => warn!(job_id = %job.id, kind = %job.kind, error = %outcome.error, "job failed"),
+        JobStatus::Failed => {
+            warn!(job_id = %job.id, kind = %job.kind, error = %outcome.error, "job failed")
+        }
         JobStatus::Cancelled => info!(job_id = %job.id, "job ended: cancelled"),
     }
     job.finish(outcome)

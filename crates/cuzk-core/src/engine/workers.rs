@@ -19,8 +19,8 @@ use tracing::info;
 
 use super::{end_job, Inner, PartKey, ReadyPartition, State, WorkerTask};
 use crate::budget::Reservation;
-use crate::srs_manager::SrsLease;
 use crate::job::{Job, JobStatus};
+use crate::srs_manager::SrsLease;
 
 /// How long a worker waits for memory (or an SRS) before looking again at
 /// whether its job is still wanted.
@@ -133,7 +133,8 @@ fn synth_loop(inner: &Arc<Inner>, w: usize) {
                 run.active -= 1;
                 if !job.is_done() {
                     run.returned.push(k);
-                    st.synth_queue.insert((Reverse(job.priority), job.seq), job.clone());
+                    st.synth_queue
+                        .insert((Reverse(job.priority), job.seq), job.clone());
                 }
             }
             Step::Failed(e) => {
@@ -199,11 +200,17 @@ fn next_synthesis(inner: &Inner, w: usize) -> Option<(Arc<Job>, usize, bool)> {
 
 fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step<ReadyPartition> {
     if let Some(why) = halted(inner, job) {
-        return if why.is_empty() { Step::Dropped } else { Step::Failed(why) };
+        return if why.is_empty() {
+            Step::Dropped
+        } else {
+            Step::Failed(why)
+        };
     }
     if build {
         let t = Instant::now();
-        let built = catch("building the circuits", || inner.parts.system.source(&job.request));
+        let built = catch("building the circuits", || {
+            inner.parts.system.source(&job.request)
+        });
         let source = match built {
             Ok(s) => Arc::from(s),
             Err(e) => return Step::Failed(format!("cannot build the circuits: {e}")),
@@ -232,7 +239,11 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
         info!(target: "partition", job_id = %job.id, kind = %job.kind, partitions = n, "partitions queued");
     }
     if let Some(why) = halted(inner, job) {
-        return if why.is_empty() { Step::Dropped } else { Step::Failed(why) };
+        return if why.is_empty() {
+            Step::Dropped
+        } else {
+            Step::Failed(why)
+        };
     }
     let counts = match inner.parts.srs.counts(job.proof_type) {
         Ok(c) => c,
@@ -289,7 +300,12 @@ impl<'a> MemWaiter<'a> {
 
     /// Whether no more urgent partition waits for memory.
     fn first(&self) -> bool {
-        *self.inner.mem_head.lock().unwrap_or_else(|p| p.into_inner()) == Some(self.key)
+        *self
+            .inner
+            .mem_head
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            == Some(self.key)
     }
 }
 
@@ -297,7 +313,11 @@ impl Drop for MemWaiter<'_> {
     fn drop(&mut self) {
         let mut st = self.inner.lock();
         st.mem_waiters.remove(&self.key);
-        *self.inner.mem_head.lock().unwrap_or_else(|p| p.into_inner()) = st.mem_waiters.first().copied();
+        *self
+            .inner
+            .mem_head
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = st.mem_waiters.first().copied();
     }
 }
 
@@ -305,7 +325,12 @@ impl Drop for MemWaiter<'_> {
 /// is loaded if cold). Memory goes to waiters in priority order: only the
 /// most urgent waiter may take it, and a waiter gives its partition back
 /// when a more urgent job waits for a synthesis worker.
-fn reserve_partition(inner: &Inner, job: &Arc<Job>, k: usize, bytes: u64) -> Step<(SrsLease, Reservation)> {
+fn reserve_partition(
+    inner: &Inner,
+    job: &Arc<Job>,
+    k: usize,
+    bytes: u64,
+) -> Step<(SrsLease, Reservation)> {
     let waiter = MemWaiter::new(inner, (Reverse(job.priority), job.seq, k));
     let ended = || job.is_done() || job.cancel_requested();
     // Stop waiting inside the budget too when a more urgent waiter arrives.
@@ -320,7 +345,11 @@ fn reserve_partition(inner: &Inner, job: &Arc<Job>, k: usize, bytes: u64) -> Ste
             return Step::Returned;
         }
         if waiter.first() {
-            match inner.parts.srs.lease_with(job.proof_type, bytes, WAIT_SLICE, &step_aside) {
+            match inner
+                .parts
+                .srs
+                .lease_with(job.proof_type, bytes, WAIT_SLICE, &step_aside)
+            {
                 Ok(Some((lease, reservation, load))) => {
                     job.run().srs_load += load;
                     return Step::Done((lease, reservation));
@@ -334,7 +363,11 @@ fn reserve_partition(inner: &Inner, job: &Arc<Job>, k: usize, bytes: u64) -> Ste
             std::thread::sleep(Duration::from_millis(20));
         }
         if let Some(why) = halted(inner, job) {
-            return if why.is_empty() { Step::Dropped } else { Step::Failed(why) };
+            return if why.is_empty() {
+                Step::Dropped
+            } else {
+                Step::Failed(why)
+            };
         }
     }
 }
@@ -415,10 +448,18 @@ fn prove_loop(inner: &Arc<Inner>, w: usize) {
     }
 }
 
-fn prove(inner: &Arc<Inner>, backend: &dyn ProverBackend, mut part: ReadyPartition) -> Step<Vec<u8>> {
+fn prove(
+    inner: &Arc<Inner>,
+    backend: &dyn ProverBackend,
+    mut part: ReadyPartition,
+) -> Step<Vec<u8>> {
     let job = part.job.clone();
     if let Some(why) = halted(inner, &job) {
-        return if why.is_empty() { Step::Dropped } else { Step::Failed(why) };
+        return if why.is_empty() {
+            Step::Dropped
+        } else {
+            Step::Failed(why)
+        };
     }
     let mut rng = rand::rngs::OsRng;
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
@@ -430,16 +471,22 @@ fn prove(inner: &Arc<Inner>, backend: &dyn ProverBackend, mut part: ReadyPartiti
     let t = Instant::now();
     let proved = catch("the prover backend", || {
         backend
-            .prove_with(&mut witnesses, &lease.data().as_srs_ref(), &[r], &[s], &mut |_| {
-                reservation.release(abc)
-            })
+            .prove_with(
+                &mut witnesses,
+                &lease.data().as_srs_ref(),
+                &[r],
+                &[s],
+                &mut |_| reservation.release(abc),
+            )
             .map_err(|e| format!("partition {k}: {e}"))
     });
     drop(witnesses);
     let took = t.elapsed();
     // The rest of the reservation and the SRS lease go back here.
     drop(part);
-    inner.metrics.budget(inner.parts.budget.used(), inner.parts.budget.limit());
+    inner
+        .metrics
+        .budget(inner.parts.budget.used(), inner.parts.budget.limit());
     job.run().compute += took;
     inner.metrics.partition_stage(job.kind, "prove", took);
     info!(target: "partition", job_id = %job.id, partition = k, ms = took.as_millis() as u64, "prove end");
@@ -454,10 +501,19 @@ fn prove(inner: &Arc<Inner>, backend: &dyn ProverBackend, mut part: ReadyPartiti
 
 /// Assembles the partition proofs in order, verifies, and ends the job.
 fn finish(inner: &Arc<Inner>, job: &Arc<Job>) {
-    let proof: Vec<u8> = job.run().proofs.iter().flatten().flatten().copied().collect();
+    let proof: Vec<u8> = job
+        .run()
+        .proofs
+        .iter()
+        .flatten()
+        .flatten()
+        .copied()
+        .collect();
     info!(target: "partition", job_id = %job.id, bytes = proof.len(), "assembled");
     let t = Instant::now();
-    let verified = catch("verification", || inner.parts.system.verify(&job.request, &proof));
+    let verified = catch("verification", || {
+        inner.parts.system.verify(&job.request, &proof)
+    });
     let verify = t.elapsed();
     let outcome = match verified {
         Ok(true) => job.outcome_now(JobStatus::Completed, proof, String::new(), verify),

@@ -88,7 +88,12 @@ impl Scripted {
         self.scripts.lock().unwrap().insert(marker, s);
     }
     fn get(&self, marker: u8) -> Script {
-        self.scripts.lock().unwrap().get(&marker).copied().unwrap_or(Script::Prove)
+        self.scripts
+            .lock()
+            .unwrap()
+            .get(&marker)
+            .copied()
+            .unwrap_or(Script::Prove)
     }
     pub fn proved(&self) -> Vec<(u8, usize)> {
         self.proved.lock().unwrap().clone()
@@ -103,7 +108,10 @@ impl Scripted {
             .entered
             .wait_timeout_while(g, Duration::from_secs(20), |v| !v.contains(&(marker, k)))
             .unwrap();
-        assert!(!t.timed_out(), "partition {k} of job {marker} never started proving");
+        assert!(
+            !t.timed_out(),
+            "partition {k} of job {marker} never started proving"
+        );
     }
 }
 
@@ -124,11 +132,22 @@ impl PartitionSource for FakeSource {
     fn partitions(&self) -> usize {
         self.partitions
     }
-    fn synthesize_sized(&self, k: usize, _: Option<WitnessSize>) -> Result<Synthesized, CircuitError> {
-        self.shared.synthesized.lock().unwrap().push((self.marker, k));
+    fn synthesize_sized(
+        &self,
+        k: usize,
+        _: Option<WitnessSize>,
+    ) -> Result<Synthesized, CircuitError> {
+        self.shared
+            .synthesized
+            .lock()
+            .unwrap()
+            .push((self.marker, k));
         self.shared.synth_gate.pass();
         if self.shared.get(self.marker) == Script::FailSynthesis {
-            return Err(CircuitError::Build(format!("scripted synthesis failure of {}", self.marker)));
+            return Err(CircuitError::Build(format!(
+                "scripted synthesis failure of {}",
+                self.marker
+            )));
         }
         Ok(Synthesized {
             witness: PartitionWitness {
@@ -191,7 +210,9 @@ impl ProverBackend for FakeBackend {
         std::thread::sleep(*self.0.prove_time.lock().unwrap());
         let _ = r;
         match self.0.get(marker) {
-            Script::FailProve => Err(ProverError::Backend(format!("scripted failure of {marker}"))),
+            Script::FailProve => Err(ProverError::Backend(format!(
+                "scripted failure of {marker}"
+            ))),
             Script::Panic => panic!("scripted panic of {marker}"),
             Script::BadProof => Ok((
                 vec![Proof {
@@ -271,7 +292,10 @@ impl FakeLoader {
 pub async fn wait_ready(e: &Engine, n: u32) {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while e.status().ready_partitions < n {
-        assert!(std::time::Instant::now() < deadline, "{n} partitions never became ready");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{n} partitions never became ready"
+        );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }

@@ -281,7 +281,9 @@ impl Srs {
     /// Bytes a decoded SRS of these counts holds in memory.
     pub fn bytes_for(c: &SectionCounts) -> u64 {
         let g1 = c.ic + c.h + c.l + c.a + c.b_g1;
-        (mem::size_of::<Self>() + g1 * mem::size_of::<G1Affine>() + c.b_g2 * mem::size_of::<G2Affine>()) as u64
+        (mem::size_of::<Self>()
+            + g1 * mem::size_of::<G1Affine>()
+            + c.b_g2 * mem::size_of::<G2Affine>()) as u64
     }
 }
 

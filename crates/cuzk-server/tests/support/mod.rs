@@ -111,17 +111,30 @@ pub async fn get_status(c: &mut ProvingEngineClient<Channel>) -> GetStatusRespon
 pub async fn http_get(base: &str, path: &str) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let host = base.trim_start_matches("http://");
-    let mut s = tokio::net::TcpStream::connect(host).await.expect("connect to the status endpoint");
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes())
+    let mut s = tokio::net::TcpStream::connect(host)
         .await
-        .unwrap();
+        .expect("connect to the status endpoint");
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).await.unwrap();
     let text = String::from_utf8(raw).expect("UTF-8 response");
     let (head, body) = text.split_once("\r\n\r\n").expect("HTTP head and body");
     let code = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
-    (code, if chunked { dechunk(body) } else { body.to_string() })
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    (
+        code,
+        if chunked {
+            dechunk(body)
+        } else {
+            body.to_string()
+        },
+    )
 }
 
 fn dechunk(mut body: &str) -> String {
@@ -143,7 +156,10 @@ pub async fn wait_running(c: &mut ProvingEngineClient<Channel>, kind: ProofKind)
     let deadline = std::time::Instant::now() + Duration::from_secs(300);
     while std::time::Instant::now() < deadline {
         let s = get_status(c).await;
-        if s.queues.iter().any(|q| q.proof_kind == kind.as_str() && q.in_progress > 0) {
+        if s.queues
+            .iter()
+            .any(|q| q.proof_kind == kind.as_str() && q.in_progress > 0)
+        {
             return;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;

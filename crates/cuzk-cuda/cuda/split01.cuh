@@ -1,0 +1,257 @@
+//! The 0/1 split of a witness-shaped MSM: in Filecoin circuits most L, A
+//! and B scalars are 0 or 1. Zeros are dropped; the points of the ones are
+//! summed by sppark's bitmap batch addition (`msm/batch_addition.cuh`); only
+//! the other scalars, gathered with their points, go through Pippenger.
+//! Included by `cuzk_cuda.cu` after sppark's MSM headers and `dbuf`.
+//!
+//! The gather's order depends on the scheduling of warps, but an MSM is a
+//! sum in a group, so the result does not.
+
+#ifndef __CUZK_SPLIT01_CUH__
+#define __CUZK_SPLIT01_CUH__
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+// A point's bytes, copied by one thread. Typed copies will not do: on the
+// device sppark spreads an Fp2 element over two threads, so one thread's
+// copy of a G2 point holds only its half. Points in device memory are
+// `affine_t::mem_t` (on the device `affine_t` of G2 is half a point).
+template<size_t N> struct raw_bytes {
+    static_assert(N % 16 == 0, "points are whole 16-byte words");
+    uint4 w[N / 16];
+};
+
+// Classifies scalars s[0..n). Pass 1 (`gather` false): sets bit i of `ones`
+// when s[i] = 1 (Montgomery), counts the ones in counts[1] and the scalars
+// neither 0 nor 1 in counts[0]. Pass 2 (`gather` true, counts[0] zeroed):
+// copies every such scalar and its point p[i] to os/op at a slot taken with
+// an atomic add. blockDim.x must be a multiple of 32.
+enum split_pass : int { CLASSIFY = 0, GATHER_OTHERS = 1, GATHER_ONES = 2 };
+
+template<class point_mem>
+__global__ void split01_kernel(const fr_t* s, const point_mem* p, size_t n,
+                               uint32_t* ones, uint32_t* counts, fr_t* os,
+                               point_mem* op, int pass)
+{
+    const bool gather = pass != CLASSIFY;
+    const size_t stride = (size_t)blockDim.x * gridDim.x;
+    const size_t rounded = (n + 31) & ~(size_t)31;
+    const uint32_t lane = threadIdx.x % 32;
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x;
+         i < rounded; i += stride) {
+        bool one = false, other = false;
+        fr_t x;
+        if (i < n) {
+            x = s[i];
+            // (sppark's is_one() trips an nvcc 13 internal error)
+            one = (x - fr_t::one()).is_zero();
+            other = !one && !x.is_zero();
+        }
+        uint32_t ob = __ballot_sync(0xffffffff, one);
+        if (pass == GATHER_ONES)
+            other = one;
+        uint32_t xb = __ballot_sync(0xffffffff, other);
+        uint32_t base = 0;
+        if (lane == 0) {
+            if (!gather) {
+                ones[i / 32] = ob;
+                if (ob)
+                    atomicAdd(&counts[1], (uint32_t)__popc(ob));
+            }
+            if (xb)
+                base = atomicAdd(&counts[0], (uint32_t)__popc(xb));
+        }
+        if (gather) {
+            base = __shfl_sync(0xffffffff, base, 0);
+            if (other) {
+                uint32_t at = base + __popc(xb & ((1u << lane) - 1));
+                typedef raw_bytes<sizeof(point_mem)> raw;
+                os[at] = x;
+                ((raw*)op)[at] = ((const raw*)p)[i];
+            }
+        }
+    }
+}
+
+// Device scratch of the split, kept across calls like the other buffers.
+struct split_scratch {
+    dbuf<uint32_t> ones;    // bitmap, padded to whole 1024-bit chunks
+    dbuf<uint32_t> counts;  // others, ones
+    dbuf<fr_t> scalars;     // gathered scalars
+    dbuf<uint8_t> points;   // gathered points (G1 or G2)
+    dbuf<uint8_t> sums;     // the batch addition's per-warp sums
+
+    void release()
+    {
+        ones.release();
+        counts.release();
+        scalars.release();
+        points.release();
+        sums.release();
+    }
+};
+
+// How one split MSM went (for ProveStats' shape and the benches).
+struct split_shape {
+    size_t zeros = 0, ones = 0, others = 0;
+};
+
+// An allocation that may fail: true when `b` holds `n`, false (CUDA's error
+// state cleared) when the device has no room.
+template<class T> static bool try_reserve(dbuf<T>& b, size_t n)
+{
+    try {
+        b.reserve(n);
+        return true;
+    } catch (const cuda_error& e) {
+        if (e.code() != cudaErrorMemoryAllocation)
+            throw;
+        (void)cudaGetLastError();
+        return false;
+    }
+}
+
+// Debug (CUZK_SPLIT_CHECK set): the ones' sum again by Pippenger over the
+// gathered ones, and the whole MSM by plain Pippenger; prints whether the
+// parts agree.
+template<class bucket_T, class point_T, class affine_T>
+static void split_check(const gpu_t& gpu, int dev, split_scratch& sc,
+                        const fr_t* s, const affine_T* p, size_t n,
+                        size_t ones, const point_T& sum_ones,
+                        const point_T& sum_others)
+{
+    typedef typename affine_T::mem_t affine_mem;
+    const stream_t& st = gpu;
+    point_T ref_ones, ref_all;
+    ref_ones.inf();
+    ref_all.inf();
+    sc.scalars.reserve(ones ? ones : 1);
+    sc.points.reserve((ones ? ones : 1) * sizeof(affine_mem));
+    st.bzero(sc.counts.ptr, 1);
+    split01_kernel<affine_mem><<<grid_for(st, n, 256), 256, 0, st>>>(
+        s, (const affine_mem*)p, n, sc.ones.ptr, sc.counts.ptr, sc.scalars.ptr,
+        (affine_mem*)sc.points.ptr, GATHER_ONES);
+    CUDA_OK(cudaGetLastError());
+    st.sync();
+    if (ones) {
+        msm_t<bucket_T, point_T, affine_T, scalar_t> m1{nullptr, ones,
+                                                        sizeof(affine_T), dev};
+        m1.invoke(ref_ones, dev_view<affine_T>{(affine_T*)sc.points.ptr}, ones,
+                  dev_view<fr_t>{sc.scalars.ptr}, true);
+    }
+    msm_t<bucket_T, point_T, affine_T, scalar_t> m2{nullptr, n,
+                                                    sizeof(affine_T), dev};
+    m2.invoke(ref_all, dev_view<affine_T>{p}, n, dev_view<fr_t>{s}, true);
+    gpu.sync();
+    point_T parts = sum_others;
+    parts.add(ref_ones);
+    auto same = [](point_T a, point_T b) {
+        b.cneg(true);
+        a.add(b);
+        return a.is_inf();
+    };
+    fprintf(stderr, "split01_check degree=%u n=%zu ones=%zu ones_ok=%d all_ok=%d\n",
+            (unsigned)bucket_T::degree, n, ones, (int)same(ref_ones, sum_ones),
+            (int)same(ref_all, parts));
+}
+
+// Σ s_i·p_i over n device scalars and points, split as above. Returns
+// false, having computed nothing, when more than half the scalars are
+// neither 0 nor 1 (plain Pippenger is then as fast) or the gather buffers
+// do not fit: the caller runs plain Pippenger.
+template<class bucket_T, class point_T, class affine_T>
+static bool msm_split01(const gpu_t& gpu, int dev, split_scratch& sc,
+                        const fr_t* s, const affine_T* p, size_t n,
+                        point_T* out, split_shape* shape)
+{
+    typedef typename bucket_T::mem_t bucket_mem;
+    typedef typename affine_T::mem_t affine_mem;
+    const affine_mem* pm = (const affine_mem*)p;
+    const stream_t& st = gpu;
+    static const bool trace = getenv("CUZK_SPLIT_TRACE") != nullptr;
+    auto t0 = std::chrono::steady_clock::now();
+    auto lap = [&](const char* what) {
+        if (!trace)
+            return;
+        auto t1 = std::chrono::steady_clock::now();
+        fprintf(stderr, "split01 n=%zu %s %.2f ms\n", n, what,
+                std::chrono::duration<double, std::milli>(t1 - t0).count());
+        t0 = t1;
+    };
+    const unsigned block = 256;
+    size_t nwords = (n + 1023) / 1024 * 32;
+    sc.ones.reserve(nwords);
+    sc.counts.reserve(2);
+    st.bzero(sc.ones.ptr, nwords);
+    st.bzero(sc.counts.ptr, 2);
+    split01_kernel<affine_mem><<<grid_for(st, n, block), block, 0, st>>>(
+        s, pm, n, sc.ones.ptr, sc.counts.ptr, (fr_t*)nullptr,
+        (affine_mem*)nullptr, CLASSIFY);
+    CUDA_OK(cudaGetLastError());
+    uint32_t counts[2];
+    st.DtoH(counts, sc.counts.ptr, 2);
+    st.sync();
+    size_t others = counts[0], ones = counts[1];
+    lap("classify");
+    if (others > n / 2)
+        return false;
+    if (!try_reserve(sc.scalars, others ? others : 1) ||
+        !try_reserve(sc.points, (others ? others : 1) * sizeof(affine_mem)))
+        return false;
+    shape->zeros += n - others - ones;
+    shape->ones += ones;
+    shape->others += others;
+
+    // The ones: sppark's bitmap batch addition, one sum per warp.
+    point_T sum_ones;
+    sum_ones.inf();
+    if (ones) {
+        size_t nsums = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+        sc.sums.reserve(nsums * sizeof(bucket_mem));
+        void (*add)(bucket_mem*, const affine_mem*, uint32_t,
+                    const uint32_t*, bool, uint32_t) =
+            batch_addition<bucket_T, affine_mem>;
+        st.launch_coop(add, {gpu.sm_count(), BATCH_ADD_BLOCK_SIZE},
+                       (bucket_mem*)sc.sums.ptr, pm, (uint32_t)n,
+                       (const uint32_t*)sc.ones.ptr, false, (uint32_t)0);
+        std::vector<bucket_T> sums(nsums);
+        st.DtoH(sums.data(), sc.sums.ptr, nsums);
+        st.sync();
+        sum_ones = sum_up(sums);
+    }
+    lap("ones");
+
+    // The others: gathered, then Pippenger.
+    point_T sum_others;
+    sum_others.inf();
+    if (others) {
+        st.bzero(sc.counts.ptr, 1);
+        affine_mem* gp = (affine_mem*)sc.points.ptr;
+        split01_kernel<affine_mem><<<grid_for(st, n, block), block, 0, st>>>(
+            s, pm, n, sc.ones.ptr, sc.counts.ptr, sc.scalars.ptr, gp, GATHER_OTHERS);
+        CUDA_OK(cudaGetLastError());
+        st.sync();
+        lap("gather");
+        msm_t<bucket_T, point_T, affine_T, scalar_t> msm{nullptr, others,
+                                                         sizeof(affine_T), dev};
+        RustError err = msm.invoke(sum_others,
+                                   dev_view<affine_T>{(const affine_T*)gp},
+                                   others, dev_view<fr_t>{sc.scalars.ptr},
+                                   true);
+        if (err.code != 0)
+            throw cuda_error{err.code,
+                             std::string("Pippenger over the gathered scalars")};
+        gpu.sync();
+        lap("pippenger");
+    }
+    *out = sum_others;
+    out->add(sum_ones);
+    static const bool check = getenv("CUZK_SPLIT_CHECK") != nullptr;
+    if (check)
+        split_check<bucket_T>(gpu, dev, sc, s, p, n, ones, sum_ones, sum_others);
+    return true;
+}
+
+#endif
