@@ -156,6 +156,13 @@ enum Command {
         /// Prover backend of the in-process daemon: auto, cpu or cuda.
         #[arg(long, value_parser = parse_backend, default_value = "auto")]
         backend: cuzk_core::config::BackendChoice,
+        /// `gpus.vram_limit` of the in-process daemon (e.g. 16GiB); prints
+        /// the partitions per GPU staging tier at the end.
+        #[arg(long)]
+        vram_limit: Option<bytesize::ByteSize>,
+        /// `engine.gpu_workers_per_device` of the in-process daemon.
+        #[arg(long)]
+        gpu_workers: Option<usize>,
         #[command(flatten)]
         fixtures: FixtureDir,
     },
@@ -322,6 +329,8 @@ fn main() -> Result<()> {
             timeout_secs,
             verbose,
             backend,
+            vram_limit,
+            gpu_workers,
             fixtures,
         } => {
             let ok = runtime.block_on(stress::run(stress::Options {
@@ -334,6 +343,8 @@ fn main() -> Result<()> {
                 timeout: std::time::Duration::from_secs(timeout_secs),
                 verbose,
                 backend,
+                vram_limit,
+                gpu_workers,
             }))?;
             if !ok {
                 std::process::exit(1);

@@ -64,6 +64,10 @@ pub struct Options {
     pub verbose: bool,
     /// The in-process daemon's `gpus.backend`.
     pub backend: cuzk_core::config::BackendChoice,
+    /// The in-process daemon's `gpus.vram_limit`.
+    pub vram_limit: Option<bytesize::ByteSize>,
+    /// The in-process daemon's `engine.gpu_workers_per_device` (None: its default).
+    pub gpu_workers: Option<usize>,
 }
 
 /// One planned request.
@@ -170,6 +174,7 @@ pub async fn run(opts: Options) -> Result<bool> {
         requests.insert(*k, fixtures.request(*k)?);
     }
     let mut local = None;
+    let mut engine = None;
     let addr = match &opts.addr {
         Some(a) => a.clone(),
         None => {
@@ -177,7 +182,12 @@ pub async fn run(opts: Options) -> Result<bool> {
             config.daemon.listen = "127.0.0.1:0".into();
             config.params.cache_dir = Some(fixtures.params_dir());
             config.gpus.backend = opts.backend;
+            config.gpus.vram_limit = opts.vram_limit;
+            if let Some(w) = opts.gpu_workers {
+                config.engine.gpu_workers_per_device = w;
+            }
             let daemon = Daemon::start(config).await?;
+            engine = Some(daemon.engine().clone());
             let addr = daemon.client_address();
             eprintln!(
                 "prover backends: {}",
@@ -204,6 +214,14 @@ pub async fn run(opts: Options) -> Result<bool> {
     );
 
     let report = drive(&addr, fixtures, requests, plans, &opts).await;
+    if let Some(engine) = &engine {
+        // The GPU staging tiers the partitions took (nothing on the CPU).
+        for line in engine.metrics_text().lines() {
+            if line.starts_with("cuzk_gpu_staging") {
+                println!("{line}");
+            }
+        }
+    }
 
     if let Some((stop_tx, server)) = local {
         let _ = stop_tx.send(());

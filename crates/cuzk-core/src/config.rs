@@ -41,7 +41,7 @@ pub enum BackendChoice {
 }
 
 /// `[gpus]`: the accelerators.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GpusConfig {
     /// `"auto"`, `"cpu"` or `"cuda"`.
@@ -53,6 +53,25 @@ pub struct GpusConfig {
     /// streamed from host memory), `"always"` (in VRAM; a partition fails
     /// when they do not fit) or `"never"` (streamed every partition).
     pub srs_on_device: SrsOnDevice,
+    /// Device memory the CUDA backend may use on each GPU (e.g. `"16GiB"`):
+    /// its allocations fail as if the card had only this much, so
+    /// small-card behaviour can be run on a large card. Unset: the card.
+    pub vram_limit: Option<ByteSize>,
+    /// Device memory each partition leaves free when it chooses how much of
+    /// its witness to stage on the GPU.
+    pub vram_safety_margin: ByteSize,
+}
+
+impl Default for GpusConfig {
+    fn default() -> Self {
+        GpusConfig {
+            backend: BackendChoice::default(),
+            devices: Vec::new(),
+            srs_on_device: SrsOnDevice::default(),
+            vram_limit: None,
+            vram_safety_margin: ByteSize::mib(512),
+        }
+    }
 }
 
 /// `gpus.srs_on_device`.
@@ -357,6 +376,25 @@ mod tests {
         assert_eq!(c.engine.max_vanilla_bytes.as_u64(), 1 << 20);
         assert_eq!(c.engine.job_retention, Duration::from_secs(300));
         assert_eq!(c.daemon.shutdown_grace, Duration::from_secs(2));
+        assert_eq!(c.gpus.vram_limit, None);
+        assert_eq!(c.gpus.vram_safety_margin.as_u64(), 512 << 20);
+        let g = Config::parse(
+            "[gpus]
+vram_limit = \"16GiB\"
+vram_safety_margin = \"1GiB\"
+",
+        )
+        .unwrap()
+        .gpus;
+        assert_eq!(g.vram_limit.map(|b| b.as_u64()), Some(16 << 30));
+        assert_eq!(g.vram_safety_margin.as_u64(), 1 << 30);
+        let e = Config::parse(
+            "[gpus]
+vram_limit = \"plenty\"
+",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("plenty"), "{e}");
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub struct Metrics {
     partitions: IntGaugeVec,
     budget_bytes: IntGaugeVec,
     worker_busy: CounterVec,
+    staging: IntCounterVec,
+    staging_fallbacks: IntCounterVec,
     uptime: Gauge,
 }
 
@@ -111,6 +113,23 @@ impl Metrics {
             &["pool"],
         )
         .expect("valid metric");
+        let staging = IntCounterVec::new(
+            Opts::new(
+                "cuzk_gpu_staging_partitions_total",
+                "Partitions proved on a GPU, by backend and device-memory staging tier \
+                 (all: a, b, c on the device; a_only; none: H on the host)",
+            ),
+            &["backend", "tier"],
+        )
+        .expect("valid metric");
+        let staging_fallbacks = IntCounterVec::new(
+            Opts::new(
+                "cuzk_gpu_staging_fallbacks_total",
+                "GPU partition attempts that ran out of device memory and fell back a tier",
+            ),
+            &["backend"],
+        )
+        .expect("valid metric");
         let uptime = Gauge::new("cuzk_uptime_seconds", "Seconds since the engine started")
             .expect("valid metric");
         for c in [
@@ -124,6 +143,8 @@ impl Metrics {
             Box::new(partitions.clone()),
             Box::new(budget_bytes.clone()),
             Box::new(worker_busy.clone()),
+            Box::new(staging.clone()),
+            Box::new(staging_fallbacks.clone()),
             Box::new(uptime.clone()),
         ] {
             registry.register(c).expect("metric names are unique");
@@ -145,6 +166,8 @@ impl Metrics {
             partitions,
             budget_bytes,
             worker_busy,
+            staging,
+            staging_fallbacks,
             uptime,
         }
     }
@@ -186,6 +209,23 @@ impl Metrics {
         self.worker_busy
             .with_label_values(&[pool])
             .inc_by(d.as_secs_f64());
+    }
+
+    /// Counts a GPU backend's partitions per staging tier (nothing for a
+    /// CPU backend, whose counts are zero).
+    pub fn staging(&self, backend: &str, counts: &cuzk_prover::backend::StagingCounts) {
+        for (tier, n) in counts.by_tier() {
+            if n > 0 {
+                self.staging
+                    .with_label_values(&[backend, tier])
+                    .inc_by(u64::from(n));
+            }
+        }
+        if counts.fallbacks > 0 {
+            self.staging_fallbacks
+                .with_label_values(&[backend])
+                .inc_by(u64::from(counts.fallbacks));
+        }
     }
 
     /// Observes every stage of a finished job.

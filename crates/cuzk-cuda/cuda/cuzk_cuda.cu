@@ -49,28 +49,7 @@ template<class T> struct is_device_ptr<dev_view<T>> {
     static const bool value{true};
 };
 
-// A device buffer that only grows; freed with the context.
-template<class T> struct dbuf {
-    T* ptr = nullptr;
-    size_t cap = 0;
-
-    void reserve(size_t n)
-    {
-        if (n <= cap)
-            return;
-        release();
-        CUDA_OK(cudaMalloc(&ptr, n * sizeof(T)));
-        cap = n;
-    }
-    void release()
-    {
-        if (ptr)
-            (void)cudaFree(ptr);
-        ptr = nullptr;
-        cap = 0;
-    }
-};
-
+#include "dalloc.cuh"
 #include "split01.cuh"
 
 // Sections of a resident SRS: h, l, a, b_g1 (G1) and b_g2 (G2).
@@ -83,6 +62,8 @@ static size_t srs_elem(int sec)
 struct cuzk_cuda_ctx {
     int id;
     const gpu_t* gpu;
+    // Owner of every buffer below (vram_limit, test hook).
+    dalloc mem;
     // a | b | c, n scalars each; H coefficients end up in the first n.
     dbuf<fr_t> abc;
     uint32_t lg_n = 0;
@@ -112,8 +93,7 @@ struct cuzk_cuda_ctx {
     {
         gpu->select();
         for (auto& sec : srs) {
-            if (sec.ptr)
-                (void)cudaFree(sec.ptr);
+            mem.put(sec.ptr);
             sec = section{};
         }
     }
@@ -123,12 +103,13 @@ struct cuzk_cuda_ctx {
         gpu->select();
         h_ready = false;
         aux_len = picked_len = 0;
-        abc.release();
-        aux.release();
-        picked.release();
-        words.release();
-        offsets.release();
-        split.release();
+        abc.release(mem);
+        aux.release(mem);
+        picked.release(mem);
+        words.release(mem);
+        offsets.release(mem);
+        split.release(mem);
+        mem.trim_pool();
     }
     ~cuzk_cuda_ctx()
     {
@@ -142,7 +123,7 @@ struct cuzk_cuda_ctx {
     } catch (const cuda_error& e) {                                 \
         return RustError{e.code() ? e.code() : -1, e.what()};       \
     } catch (const std::bad_alloc&) {                               \
-        return RustError{-2, "host out of memory"};                 \
+        return RustError{-7, "host out of memory"};                 \
     } catch (const std::exception& e) {                             \
         return RustError{-3, e.what()};                             \
     } catch (...) {                                                 \
@@ -233,7 +214,8 @@ static RustError msm_resident(cuzk_cuda_ctx* ctx, int source, int sec,
     const affine_T* points = (const affine_T*)s.ptr + offset;
     // Witness scalars (not H's) are mostly 0 or 1: split them.
     if (source != SRC_H && ctx->split01 &&
-        msm_split01<bucket_T>(*ctx->gpu, ctx->id, ctx->split, scalars, points,
+        msm_split01<bucket_T>(*ctx->gpu, ctx->id, ctx->mem, ctx->split,
+                              scalars, points,
                               npoints, out, &ctx->shape))
         return RustError{0};
     msm_t<bucket_T, point_T, affine_T, scalar_t> msm{nullptr, npoints,
@@ -302,6 +284,17 @@ static void enqueue_abc(cuzk_cuda_ctx* ctx, const stream_t& cp,
     }
 }
 
+// One vector's iNTT and coset NTT on `s` (natural order in and out).
+static void to_coset(const stream_t& s, fr_t* d, uint32_t lg_n)
+{
+    NTT::Base_dev_ptr(const_cast<stream_t&>(s), d, lg_n,
+                      NTT::InputOutputOrder::NR, NTT::Direction::inverse,
+                      NTT::Type::standard);
+    NTT::Base_dev_ptr(const_cast<stream_t&>(s), d, lg_n,
+                      NTT::InputOutputOrder::RN, NTT::Direction::forward,
+                      NTT::Type::coset);
+}
+
 // The H coefficients from a|b|c on `s`, vector k's NTTs waiting for ev[k]
 // when given: iNTT, coset NTT (generator 7), (a·b − c)·z_inv, coset iNTT.
 static void h_from_abc(cuzk_cuda_ctx* ctx, const stream_t& s, uint32_t lg_n,
@@ -318,12 +311,7 @@ static void h_from_abc(cuzk_cuda_ctx* ctx, const stream_t& s, uint32_t lg_n,
     for (int k = 0; k < 3; k++) {
         if (ev)
             ev[k].wait(s);
-        NTT::Base_dev_ptr(const_cast<stream_t&>(s), d[k], lg_n,
-                          NTT::InputOutputOrder::NR, NTT::Direction::inverse,
-                          NTT::Type::standard);
-        NTT::Base_dev_ptr(const_cast<stream_t&>(s), d[k], lg_n,
-                          NTT::InputOutputOrder::RN, NTT::Direction::forward,
-                          NTT::Type::coset);
+        to_coset(s, d[k], lg_n);
     }
     fr_t zi;
     memcpy((void*)&zi, (const void*)z_inv, sizeof(fr_t));
@@ -374,6 +362,7 @@ RustError cuzk_cuda_ctx_new(size_t id, cuzk_cuda_ctx** out)
     const gpu_t& gpu = select_gpu((int)id);
     auto* ctx = new cuzk_cuda_ctx;
     ctx->id = (int)id;
+    ctx->mem.device = (int)id;
     ctx->gpu = &gpu;
     *out = ctx;
     CUZK_CATCH
@@ -397,7 +386,8 @@ RustError cuzk_cuda_ctx_trim(cuzk_cuda_ctx* ctx)
 }
 
 // Checks the domain and makes room for a|b|c.
-static void abc_reserve(cuzk_cuda_ctx* ctx, size_t len, uint32_t lg_n)
+static void abc_reserve(cuzk_cuda_ctx* ctx, size_t len, uint32_t lg_n,
+                        int vectors = 3)
 {
     ctx->h_ready = false;
     ctx->lg_n = 0;
@@ -405,7 +395,7 @@ static void abc_reserve(cuzk_cuda_ctx* ctx, size_t len, uint32_t lg_n)
         throw cuda_error{-5, std::string("domain too large for sppark's NTT")};
     if (len > ((size_t)1 << lg_n))
         throw cuda_error{-5, std::string("more evaluations than the domain holds")};
-    ctx->abc.reserve(3 * ((size_t)1 << lg_n));
+    ctx->abc.reserve(ctx->mem, vectors * ((size_t)1 << lg_n));
 }
 
 // Uploads a, b, c (`len` scalars each, zero-padded to n = 2^lg_n) into
@@ -479,6 +469,113 @@ RustError cuzk_cuda_h_prepare(cuzk_cuda_ctx* ctx, const fr_t* a, const fr_t* b,
     CUZK_CATCH
 }
 
+// The a-only staging tier: the same H with room for two vectors, not
+// three. a is copied and transformed in the first; b, then c, are copied
+// into the second (page-locked when possible, on the copy stream) and
+// folded into a once transformed. On return the host vectors may be freed.
+RustError cuzk_cuda_h_prepare_a_only(cuzk_cuda_ctx* ctx, const fr_t* a,
+                                     const fr_t* b, const fr_t* c, size_t len,
+                                     uint32_t lg_n, const fr_t* z_inv)
+{
+    CUZK_TRY
+    const gpu_t& gpu = *ctx->gpu;
+    gpu.select();
+    abc_reserve(ctx, len, lg_n, 2);
+    size_t n = (size_t)1 << lg_n;
+    const stream_t& s = gpu;
+    const stream_t& cp = gpu[0];
+    fr_t* d[2] = {ctx->abc.ptr, ctx->abc.ptr + n};
+    fr_t zi;
+    memcpy((void*)&zi, (const void*)z_inv, sizeof(fr_t));
+    {
+        host_pin pa(a, len * sizeof(fr_t), cp), pb(b, len * sizeof(fr_t), cp),
+            pc(c, len * sizeof(fr_t), cp);
+        const fr_t* h[3] = {a, b, c};
+        event_t landed, done;
+        for (int k = 0; k < 3; k++) {
+            fr_t* dst = d[k == 0 ? 0 : 1];
+            if (k == 2)
+                done.wait(cp);  // b's buffer is free again
+            if (len)
+                CUDA_OK(cudaMemcpyAsync(dst, h[k], len * sizeof(fr_t),
+                                        cudaMemcpyHostToDevice, cp));
+            if (len < n)
+                cp.bzero(dst + len, n - len);
+            landed.record(cp);
+            landed.wait(s);
+            if (lg_n > 0)
+                to_coset(s, dst, lg_n);
+            if (k == 1)
+                launch_h_mul(s, d[0], d[1], n);
+            if (k == 2)
+                launch_h_sub_scale(s, d[0], d[1], zi, n);
+            done.record(s);
+        }
+        if (lg_n > 0)
+            NTT::Base_dev_ptr(const_cast<stream_t&>(s), d[0], lg_n,
+                              NTT::InputOutputOrder::NN,
+                              NTT::Direction::inverse, NTT::Type::coset);
+        s.sync();
+        cp.sync();
+    }
+    ctx->lg_n = lg_n;
+    ctx->h_ready = true;
+    CUZK_CATCH
+}
+
+// The no-staging tier: the H coefficients (`len` ≤ n − 1 of them, computed
+// on the host) uploaded as the scalar source SRC_H; room for one vector.
+RustError cuzk_cuda_h_upload(cuzk_cuda_ctx* ctx, const fr_t* h, size_t len,
+                             uint32_t lg_n)
+{
+    CUZK_TRY
+    const gpu_t& gpu = *ctx->gpu;
+    gpu.select();
+    abc_reserve(ctx, len, lg_n, 1);
+    size_t n = (size_t)1 << lg_n;
+    if (len)
+        copy_to_device((cudaStream_t)gpu, ctx->abc.ptr, h, len * sizeof(fr_t));
+    if (len < n)
+        gpu.bzero(ctx->abc.ptr + len, n - len);
+    gpu.sync();
+    ctx->lg_n = lg_n;
+    ctx->h_ready = true;
+    CUZK_CATCH
+}
+
+// Bytes the context's allocator could still take (`*free`: device free
+// memory after trimming the stream-ordered pool, within gpus.vram_limit)
+// and bytes its scratch buffers hold now (`*held`, reusable by the next
+// partition; the resident SRS is not included).
+RustError cuzk_cuda_mem_room(cuzk_cuda_ctx* ctx, size_t* free_b, size_t* held)
+{
+    CUZK_TRY
+    ctx->gpu->select();
+    ctx->gpu->sync();
+    *free_b = ctx->mem.available();
+    *held = ctx->abc.bytes() + ctx->aux.bytes() + ctx->picked.bytes() +
+            ctx->words.bytes() + ctx->offsets.bytes() + ctx->split.bytes();
+    CUZK_CATCH
+}
+
+// gpus.vram_limit: the context's allocations behave as if the card had
+// only `limit` bytes (0: the whole card).
+RustError cuzk_cuda_set_vram_limit(cuzk_cuda_ctx* ctx, size_t limit)
+{
+    CUZK_TRY
+    ctx->mem.limit = limit;
+    CUZK_CATCH
+}
+
+// Test hook: the context's next `count` allocations fail as if the device
+// were full.
+RustError cuzk_cuda_fail_next_allocs(cuzk_cuda_ctx* ctx, int count)
+{
+    CUZK_TRY
+    ctx->mem.fail_next = count;
+    CUZK_CATCH
+}
+
 // Allocates resident SRS section `sec` for `npoints` points (freeing what
 // it held); its content is undefined until uploaded or tiled.
 RustError cuzk_cuda_srs_alloc(cuzk_cuda_ctx* ctx, int sec, size_t npoints)
@@ -488,11 +585,10 @@ RustError cuzk_cuda_srs_alloc(cuzk_cuda_ctx* ctx, int sec, size_t npoints)
     if (sec < 0 || sec >= SRS_SECTIONS)
         return bad_arg("unknown SRS section");
     auto& s = ctx->srs[sec];
-    if (s.ptr)
-        CUDA_OK(cudaFree(s.ptr));
+    ctx->mem.put(s.ptr);
     s = cuzk_cuda_ctx::section{};
     size_t elem = srs_elem(sec);
-    CUDA_OK(cudaMalloc(&s.ptr, (npoints ? npoints : 1) * elem));
+    s.ptr = ctx->mem.get((npoints ? npoints : 1) * elem);
     s.npoints = npoints;
     s.elem = elem;
     CUZK_CATCH
@@ -560,7 +656,7 @@ RustError cuzk_cuda_upload_aux(cuzk_cuda_ctx* ctx, const fr_t* aux, size_t len)
     gpu.select();
     ctx->aux_len = 0;
     ctx->picked_len = 0;
-    ctx->aux.reserve(len ? len : 1);
+    ctx->aux.reserve(ctx->mem, len ? len : 1);
     if (len)
         copy_to_device((cudaStream_t)gpu, ctx->aux.ptr, aux, len * sizeof(fr_t));
     ctx->aux_len = len;
@@ -593,9 +689,9 @@ RustError cuzk_cuda_pick(cuzk_cuda_ctx* ctx, const uint64_t* words,
     if (total >= ((size_t)1 << 31))
         return bad_arg("too many scalars for one MSM");
     if (total > 0) {
-        ctx->words.reserve(nwords);
-        ctx->offsets.reserve(nwords);
-        ctx->picked.reserve(total);
+        ctx->words.reserve(ctx->mem, nwords);
+        ctx->offsets.reserve(ctx->mem, nwords);
+        ctx->picked.reserve(ctx->mem, total);
         gpu.HtoD(ctx->words.ptr, words, nwords);
         gpu.HtoD(ctx->offsets.ptr, offs.data(), nwords);
         launch_compact(gpu, ctx->picked.ptr, ctx->aux.ptr, ctx->words.ptr,

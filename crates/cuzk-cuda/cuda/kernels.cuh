@@ -1,5 +1,6 @@
-//! cuzk's own small kernels: the pointwise step of the H polynomial and the
-//! compaction of scalars by a density bitmap. Included by `cuzk_cuda.cu`
+//! cuzk's own small kernels: the pointwise step of the H polynomial (in one
+//! kernel, or in two for the a-only staging tier) and the compaction of
+//! scalars by a density bitmap. Included by `cuzk_cuda.cu`
 //! after sppark's field types.
 
 #ifndef __CUZK_KERNELS_CUH__
@@ -14,6 +15,30 @@ __global__ void h_pointwise(fr_t* a, const fr_t* b, const fr_t* c,
          i += stride) {
         fr_t x = a[i];
         x *= b[i];
+        x -= c[i];
+        x *= z_inv;
+        a[i] = x;
+    }
+}
+
+// a_i ← a_i·b_i (the a-only staging tier: b streamed through a second
+// buffer).
+__global__ void h_mul(fr_t* a, const fr_t* b, size_t n)
+{
+    size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += stride)
+        a[i] *= b[i];
+}
+
+// a_i ← (a_i − c_i)·z_inv, after h_mul: the same field operations, in the
+// same order, as h_pointwise.
+__global__ void h_sub_scale(fr_t* a, const fr_t* c, fr_t z_inv, size_t n)
+{
+    size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += stride) {
+        fr_t x = a[i];
         x -= c[i];
         x *= z_inv;
         a[i] = x;
@@ -56,6 +81,21 @@ static void launch_h_pointwise(const stream_t& s, fr_t* a, const fr_t* b,
 {
     const unsigned block = 256;
     h_pointwise<<<grid_for(s, n, block), block, 0, s>>>(a, b, c, z_inv, n);
+    CUDA_OK(cudaGetLastError());
+}
+
+static void launch_h_mul(const stream_t& s, fr_t* a, const fr_t* b, size_t n)
+{
+    const unsigned block = 256;
+    h_mul<<<grid_for(s, n, block), block, 0, s>>>(a, b, n);
+    CUDA_OK(cudaGetLastError());
+}
+
+static void launch_h_sub_scale(const stream_t& s, fr_t* a, const fr_t* c,
+                               const fr_t& z_inv, size_t n)
+{
+    const unsigned block = 256;
+    h_sub_scale<<<grid_for(s, n, block), block, 0, s>>>(a, c, z_inv, n);
     CUDA_OK(cudaGetLastError());
 }
 

@@ -2,7 +2,7 @@
 //! and B scalars are 0 or 1. Zeros are dropped; the points of the ones are
 //! summed by sppark's bitmap batch addition (`msm/batch_addition.cuh`); only
 //! the other scalars, gathered with their points, go through Pippenger.
-//! Included by `cuzk_cuda.cu` after sppark's MSM headers and `dbuf`.
+//! Included by `cuzk_cuda.cu` after sppark's MSM headers and `dalloc.cuh`.
 //!
 //! The gather's order depends on the scheduling of warps, but an MSM is a
 //! sum in a group, so the result does not.
@@ -83,13 +83,18 @@ struct split_scratch {
     dbuf<uint8_t> points;   // gathered points (G1 or G2)
     dbuf<uint8_t> sums;     // the batch addition's per-warp sums
 
-    void release()
+    void release(dalloc& a)
     {
-        ones.release();
-        counts.release();
-        scalars.release();
-        points.release();
-        sums.release();
+        ones.release(a);
+        counts.release(a);
+        scalars.release(a);
+        points.release(a);
+        sums.release(a);
+    }
+    size_t bytes() const
+    {
+        return ones.bytes() + counts.bytes() + scalars.bytes() +
+               points.bytes() + sums.bytes();
     }
 };
 
@@ -98,17 +103,16 @@ struct split_shape {
     size_t zeros = 0, ones = 0, others = 0;
 };
 
-// An allocation that may fail: true when `b` holds `n`, false (CUDA's error
-// state cleared) when the device has no room.
-template<class T> static bool try_reserve(dbuf<T>& b, size_t n)
+// An allocation that may fail: true when `b` holds `n`, false (the context
+// still usable) when the device has no room.
+template<class T> static bool try_reserve(dbuf<T>& b, dalloc& a, size_t n)
 {
     try {
-        b.reserve(n);
+        b.reserve(a, n);
         return true;
     } catch (const cuda_error& e) {
-        if (e.code() != cudaErrorMemoryAllocation)
+        if (!is_oom(e))
             throw;
-        (void)cudaGetLastError();
         return false;
     }
 }
@@ -117,7 +121,8 @@ template<class T> static bool try_reserve(dbuf<T>& b, size_t n)
 // gathered ones, and the whole MSM by plain Pippenger; prints whether the
 // parts agree.
 template<class bucket_T, class point_T, class affine_T>
-static void split_check(const gpu_t& gpu, int dev, split_scratch& sc,
+static void split_check(const gpu_t& gpu, int dev, dalloc& mem,
+                        split_scratch& sc,
                         const fr_t* s, const affine_T* p, size_t n,
                         size_t ones, const point_T& sum_ones,
                         const point_T& sum_others)
@@ -127,8 +132,8 @@ static void split_check(const gpu_t& gpu, int dev, split_scratch& sc,
     point_T ref_ones, ref_all;
     ref_ones.inf();
     ref_all.inf();
-    sc.scalars.reserve(ones ? ones : 1);
-    sc.points.reserve((ones ? ones : 1) * sizeof(affine_mem));
+    sc.scalars.reserve(mem, ones ? ones : 1);
+    sc.points.reserve(mem, (ones ? ones : 1) * sizeof(affine_mem));
     st.bzero(sc.counts.ptr, 1);
     split01_kernel<affine_mem><<<grid_for(st, n, 256), 256, 0, st>>>(
         s, (const affine_mem*)p, n, sc.ones.ptr, sc.counts.ptr, sc.scalars.ptr,
@@ -159,10 +164,11 @@ static void split_check(const gpu_t& gpu, int dev, split_scratch& sc,
 
 // Σ s_i·p_i over n device scalars and points, split as above. Returns
 // false, having computed nothing, when more than half the scalars are
-// neither 0 nor 1 (plain Pippenger is then as fast) or the gather buffers
+// neither 0 nor 1 (plain Pippenger is then as fast) or the split's buffers
 // do not fit: the caller runs plain Pippenger.
 template<class bucket_T, class point_T, class affine_T>
-static bool msm_split01(const gpu_t& gpu, int dev, split_scratch& sc,
+static bool msm_split01(const gpu_t& gpu, int dev, dalloc& mem,
+                        split_scratch& sc,
                         const fr_t* s, const affine_T* p, size_t n,
                         point_T* out, split_shape* shape)
 {
@@ -182,8 +188,8 @@ static bool msm_split01(const gpu_t& gpu, int dev, split_scratch& sc,
     };
     const unsigned block = 256;
     size_t nwords = (n + 1023) / 1024 * 32;
-    sc.ones.reserve(nwords);
-    sc.counts.reserve(2);
+    if (!try_reserve(sc.ones, mem, nwords) || !try_reserve(sc.counts, mem, 2))
+        return false;
     st.bzero(sc.ones.ptr, nwords);
     st.bzero(sc.counts.ptr, 2);
     split01_kernel<affine_mem><<<grid_for(st, n, block), block, 0, st>>>(
@@ -197,8 +203,8 @@ static bool msm_split01(const gpu_t& gpu, int dev, split_scratch& sc,
     lap("classify");
     if (others > n / 2)
         return false;
-    if (!try_reserve(sc.scalars, others ? others : 1) ||
-        !try_reserve(sc.points, (others ? others : 1) * sizeof(affine_mem)))
+    if (!try_reserve(sc.scalars, mem, others ? others : 1) ||
+        !try_reserve(sc.points, mem, (others ? others : 1) * sizeof(affine_mem)))
         return false;
     shape->zeros += n - others - ones;
     shape->ones += ones;
@@ -209,7 +215,8 @@ static bool msm_split01(const gpu_t& gpu, int dev, split_scratch& sc,
     sum_ones.inf();
     if (ones) {
         size_t nsums = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
-        sc.sums.reserve(nsums * sizeof(bucket_mem));
+        if (!try_reserve(sc.sums, mem, nsums * sizeof(bucket_mem)))
+            return false;
         void (*add)(bucket_mem*, const affine_mem*, uint32_t,
                     const uint32_t*, bool, uint32_t) =
             batch_addition<bucket_T, affine_mem>;
@@ -250,7 +257,8 @@ static bool msm_split01(const gpu_t& gpu, int dev, split_scratch& sc,
     out->add(sum_ones);
     static const bool check = getenv("CUZK_SPLIT_CHECK") != nullptr;
     if (check)
-        split_check<bucket_T>(gpu, dev, sc, s, p, n, ones, sum_ones, sum_others);
+        split_check<bucket_T>(gpu, dev, mem, sc, s, p, n, ones, sum_ones,
+                             sum_others);
     return true;
 }
 

@@ -22,11 +22,16 @@ use crate::{CudaError, SrsPlacement};
 /// MSMs with fewer points than this run on the CPU (launches cost more).
 pub const GPU_MIN_POINTS: usize = 1 << 10;
 
+/// Default `gpus.vram_safety_margin`: device memory a partition leaves free.
+pub const DEFAULT_VRAM_MARGIN: u64 = 512 << 20;
+
 /// Proves on one CUDA device.
 #[derive(Clone)]
 pub struct CudaBackend {
     device: usize,
     placement: SrsPlacement,
+    /// Device bytes each partition leaves free when choosing its tier.
+    vram_margin: u64,
     #[cfg(feature = "cuda")]
     ctx: std::sync::Arc<std::sync::Mutex<crate::ffi::Ctx>>,
 }
@@ -61,12 +66,52 @@ impl CudaBackend {
             Ok(CudaBackend {
                 device,
                 placement,
+                vram_margin: DEFAULT_VRAM_MARGIN,
                 ctx: shared_ctx(device)?,
             })
         }
         #[cfg(not(feature = "cuda"))]
         {
             let _ = (device, placement);
+            Err(CudaError::NotBuilt)
+        }
+    }
+
+    /// Device memory discipline: `vram_limit` bytes are all the card is
+    /// taken to have (`gpus.vram_limit`; `None`: the whole card; it applies
+    /// to the device, so to every backend on it) and each partition leaves
+    /// `margin` bytes free when it chooses its staging tier
+    /// (`gpus.vram_safety_margin`).
+    pub fn with_memory(mut self, vram_limit: Option<u64>, margin: u64) -> Result<Self, CudaError> {
+        self.vram_margin = margin;
+        #[cfg(feature = "cuda")]
+        {
+            self.ctx
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .set_vram_limit(vram_limit.unwrap_or(0))?;
+            Ok(self)
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = vram_limit;
+            Err(CudaError::NotBuilt)
+        }
+    }
+
+    /// Test hook: the next `count` device allocations on this device fail
+    /// as if the card were full (each partition then falls back a tier).
+    pub fn fail_next_allocs(&self, count: u32) -> Result<(), CudaError> {
+        #[cfg(feature = "cuda")]
+        {
+            self.ctx
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .fail_next_allocs(count)
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = count;
             Err(CudaError::NotBuilt)
         }
     }
@@ -222,8 +267,11 @@ mod gpu {
     use ff::{Field, PrimeField};
     use group::Group;
 
+    use cuzk_prover::ntt::{compute_h, Domain};
+
     use super::{CudaBackend, GPU_MIN_POINTS};
     use crate::ffi::{Ctx, Section, Source};
+    use crate::staging::{self, StagingTier};
     use crate::CudaError;
 
     pub(super) fn prove(
@@ -297,23 +345,14 @@ mod gpu {
             &mut uploaded,
         )?;
 
-        let t = Instant::now();
-        ctx.h_prepare(&w.a, &w.b, &w.c, lg_n, &z_inverse(n)?)?;
+        let (h, tier) = h_stage(ctx, backend, w, srs, res, (n, lg_n), stats)?;
+        // Below the top tier the A and B scalars are picked on the host and
+        // uploaded over aux (after L), so the MSM stage holds one vector.
+        let host_pick = (tier != StagingTier::All).then_some(&w.aux[..]);
         w.a = Vec::new();
         w.b = Vec::new();
         w.c = Vec::new();
         abc_freed();
-        stats.ntt += t.elapsed();
-
-        let t = Instant::now();
-        let h = if n > 1 && res {
-            ctx.msm_g1_resident(Source::H, Section::H, 0, srs.h.len())?
-        } else if n > 1 {
-            ctx.msm_g1(Source::H, srs.h)?
-        } else {
-            G1Projective::identity()
-        };
-        stats.msm_h += t.elapsed();
 
         let t = Instant::now();
         ctx.upload_aux(&w.aux)?;
@@ -330,10 +369,10 @@ mod gpu {
         let ni = w.input.len();
         let (a_in, _) = msm::<G1>(&srs.a[..ni], &w.input, None);
         let a_aux = if res && srs.a.len() - ni >= GPU_MIN_POINTS {
-            picked(ctx, &w.a_aux_density, srs.a.len() - ni)?;
-            ctx.msm_g1_resident(Source::Picked, Section::A, ni, srs.a.len() - ni)?
+            let src = picked(ctx, &w.a_aux_density, srs.a.len() - ni, host_pick)?;
+            ctx.msm_g1_resident(src, Section::A, ni, srs.a.len() - ni)?
         } else {
-            pick_g1(ctx, &w.a_aux_density, &srs.a[ni..], &w.aux)?
+            pick_g1(ctx, &w.a_aux_density, &srs.a[ni..], &w.aux, host_pick)?
         };
         stats.msm_a += t.elapsed();
 
@@ -341,12 +380,13 @@ mod gpu {
         let bi = w.b_input_density.count();
         let (b1_in, _) = msm::<G1>(&srs.b_g1[..bi], &w.input, Some(&w.b_input_density));
         let b_on_gpu = srs.b_g1.len() - bi >= GPU_MIN_POINTS;
+        let mut b_src = Source::Picked;
         let b1_aux = if b_on_gpu {
-            picked(ctx, &w.b_aux_density, srs.b_g1.len() - bi)?;
+            b_src = picked(ctx, &w.b_aux_density, srs.b_g1.len() - bi, host_pick)?;
             if res {
-                ctx.msm_g1_resident(Source::Picked, Section::BG1, bi, srs.b_g1.len() - bi)?
+                ctx.msm_g1_resident(b_src, Section::BG1, bi, srs.b_g1.len() - bi)?
             } else {
-                ctx.msm_g1(Source::Picked, &srs.b_g1[bi..])?
+                ctx.msm_g1(b_src, &srs.b_g1[bi..])?
             }
         } else {
             msm::<G1>(&srs.b_g1[bi..], &w.aux, Some(&w.b_aux_density)).0
@@ -357,9 +397,9 @@ mod gpu {
         let t = Instant::now();
         let (b2_in, _) = msm::<G2>(&srs.b_g2[..bi], &w.input, Some(&w.b_input_density));
         let b2_aux = if b_on_gpu && res {
-            ctx.msm_g2_resident(Source::Picked, bi, srs.b_g2.len() - bi)?
+            ctx.msm_g2_resident(b_src, bi, srs.b_g2.len() - bi)?
         } else if b_on_gpu {
-            ctx.msm_g2(Source::Picked, &srs.b_g2[bi..])?
+            ctx.msm_g2(b_src, &srs.b_g2[bi..])?
         } else {
             msm::<G2>(&srs.b_g2[bi..], &w.aux, Some(&w.b_aux_density)).0
         };
@@ -375,6 +415,104 @@ mod gpu {
         })
     }
 
+    /// H on the device and its MSM, at the staging tier the device's room
+    /// allows, falling back a tier when an allocation fails. a, b and c are
+    /// still needed after a failure, so the caller frees them only after.
+    fn h_stage(
+        ctx: &mut Ctx,
+        backend: &CudaBackend,
+        w: &mut PartitionWitness,
+        srs: &SrsRef<'_>,
+        resident: bool,
+        (n, lg_n): (usize, u32),
+        stats: &mut ProveStats,
+    ) -> Result<(G1Projective, StagingTier), ProverError> {
+        let (free, held) = ctx.mem_room()?;
+        let room = free + held;
+        let mut tier = staging::choose(room, backend.vram_margin, n, w.aux.len());
+        let chosen = tier;
+        loop {
+            match h_at(ctx, tier, w, srs, resident, (n, lg_n), stats) {
+                Ok(h) => {
+                    tracing::info!(
+                        target: "partition",
+                        device = backend.device,
+                        tier = tier.label(),
+                        chosen = chosen.label(),
+                        room,
+                        need = tier.need(n, w.aux.len()),
+                        "GPU staging"
+                    );
+                    match tier {
+                        StagingTier::All => stats.staging.all += 1,
+                        StagingTier::AOnly => stats.staging.a_only += 1,
+                        StagingTier::None => stats.staging.none += 1,
+                    }
+                    if tier != StagingTier::All {
+                        // Give the a|b|c room back before aux and the MSMs.
+                        ctx.trim()?;
+                    }
+                    return Ok((h, tier));
+                }
+                Err(CudaError::OutOfMemory(why)) => {
+                    let Some(lower) = tier.lower() else {
+                        return Err(CudaError::OutOfMemory(why).into());
+                    };
+                    tracing::warn!(
+                        device = backend.device,
+                        from = tier.label(),
+                        to = lower.label(),
+                        %why,
+                        "GPU allocation failed; falling back a staging tier"
+                    );
+                    stats.staging.fallbacks += 1;
+                    ctx.trim()?;
+                    tier = lower;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// One attempt of [`h_stage`] at `tier`.
+    fn h_at(
+        ctx: &mut Ctx,
+        tier: StagingTier,
+        w: &mut PartitionWitness,
+        srs: &SrsRef<'_>,
+        resident: bool,
+        (n, lg_n): (usize, u32),
+        stats: &mut ProveStats,
+    ) -> Result<G1Projective, CudaError> {
+        let t = Instant::now();
+        match tier {
+            StagingTier::All => ctx.h_prepare(&w.a, &w.b, &w.c, lg_n, &z_inv(n)?)?,
+            StagingTier::AOnly => ctx.h_prepare_a_only(&w.a, &w.b, &w.c, lg_n, &z_inv(n)?)?,
+            StagingTier::None => {
+                // H on the host (the CPU backend's NTT): a becomes H.
+                let domain = Domain::new(lg_n).map_err(|e| CudaError::Input(e.to_string()))?;
+                compute_h(&domain, &mut w.a, &mut w.b, &mut w.c);
+                w.a.truncate(n.saturating_sub(1));
+                ctx.h_upload(&w.a, lg_n)?;
+            }
+        }
+        stats.ntt += t.elapsed();
+        let t = Instant::now();
+        let h = if n > 1 && resident {
+            ctx.msm_g1_resident(Source::H, Section::H, 0, srs.h.len())?
+        } else if n > 1 {
+            ctx.msm_g1(Source::H, srs.h)?
+        } else {
+            G1Projective::identity()
+        };
+        stats.msm_h += t.elapsed();
+        Ok(h)
+    }
+
+    fn z_inv(n: usize) -> Result<Scalar, CudaError> {
+        z_inverse(n).map_err(|e| CudaError::Input(e.to_string()))
+    }
+
     /// Σ over the aux variables set in `density` in G1: picked and summed
     /// on the GPU, or on the CPU when small.
     fn pick_g1(
@@ -382,22 +520,49 @@ mod gpu {
         density: &Density,
         points: &[G1Affine],
         aux: &[Scalar],
+        host_pick: Option<&[Scalar]>,
     ) -> Result<G1Projective, CudaError> {
         if points.len() < GPU_MIN_POINTS {
             return Ok(msm::<G1>(points, aux, Some(density)).0);
         }
-        picked(ctx, density, points.len())?;
-        ctx.msm_g1(Source::Picked, points)
+        let src = picked(ctx, density, points.len(), host_pick)?;
+        ctx.msm_g1(src, points)
     }
 
-    /// Makes the source [`Source::Picked`] hold the aux scalars of `density`.
-    fn picked(ctx: &mut Ctx, density: &Density, npoints: usize) -> Result<(), CudaError> {
-        let count = ctx.pick(density.words(), density.len())?;
+    /// Puts the aux scalars of `density` on the device and says where:
+    /// picked on the device ([`Source::Picked`], a second buffer), or, given
+    /// the host's aux (`host_pick`), picked on the host and uploaded over
+    /// the aux buffer ([`Source::Aux`]; aux itself is no longer there).
+    fn picked(
+        ctx: &mut Ctx,
+        density: &Density,
+        npoints: usize,
+        host_pick: Option<&[Scalar]>,
+    ) -> Result<Source, CudaError> {
+        let (count, src) = match host_pick {
+            None => (ctx.pick(density.words(), density.len())?, Source::Picked),
+            Some(aux) => {
+                if density.len() != aux.len() {
+                    return Err(CudaError::Input(format!(
+                        "density of {} bits for {} aux variables",
+                        density.len(),
+                        aux.len()
+                    )));
+                }
+                let chosen: Vec<Scalar> = aux
+                    .iter()
+                    .zip(density.iter())
+                    .filter_map(|(s, set)| set.then_some(*s))
+                    .collect();
+                ctx.upload_aux(&chosen)?;
+                (chosen.len(), Source::Aux)
+            }
+        };
         if count != npoints {
             return Err(CudaError::Input(format!(
                 "{count} variables in the density for {npoints} points"
             )));
         }
-        Ok(())
+        Ok(src)
     }
 }

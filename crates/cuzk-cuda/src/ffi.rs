@@ -101,6 +101,24 @@ extern "C" {
 }
 
 extern "C" {
+    fn cuzk_cuda_h_prepare_a_only(
+        ctx: *mut RawCtx,
+        a: *const Scalar,
+        b: *const Scalar,
+        c: *const Scalar,
+        len: usize,
+        lg_n: u32,
+        z_inv: *const Scalar,
+    ) -> sppark::Error;
+    fn cuzk_cuda_h_upload(
+        ctx: *mut RawCtx,
+        h: *const Scalar,
+        len: usize,
+        lg_n: u32,
+    ) -> sppark::Error;
+    fn cuzk_cuda_mem_room(ctx: *mut RawCtx, free: *mut usize, held: *mut usize) -> sppark::Error;
+    fn cuzk_cuda_set_vram_limit(ctx: *mut RawCtx, limit: usize) -> sppark::Error;
+    fn cuzk_cuda_fail_next_allocs(ctx: *mut RawCtx, count: i32) -> sppark::Error;
     fn cuzk_cuda_set_split01(ctx: *mut RawCtx, on: i32) -> sppark::Error;
     fn cuzk_cuda_take_shape(
         ctx: *mut RawCtx,
@@ -110,12 +128,28 @@ extern "C" {
     ) -> sppark::Error;
 }
 
+/// The code the C side gives an out-of-device-memory error (sppark's
+/// negated `cudaErrorMemoryAllocation`).
+const OOM: i32 = -2;
+
 fn check(e: sppark::Error) -> Result<(), CudaError> {
-    if e.code == 0 {
-        Ok(())
-    } else {
-        Err(CudaError::Cuda(String::from(&e)))
+    match e.code {
+        0 => Ok(()),
+        OOM => Err(CudaError::OutOfMemory(String::from(&e))),
+        _ => Err(CudaError::Cuda(String::from(&e))),
     }
+}
+
+fn same_lengths(a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Result<(), CudaError> {
+    if a.len() != b.len() || a.len() != c.len() {
+        return Err(CudaError::Input(format!(
+            "a, b, c have {}, {}, {} evaluations",
+            a.len(),
+            b.len(),
+            c.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Where an MSM's scalars are on the device.
@@ -223,6 +257,68 @@ impl Ctx {
         check(unsafe { cuzk_cuda_ctx_trim(self.raw.as_ptr()) })
     }
 
+    /// The a-only staging tier of [`Ctx::h_prepare`]: room for two
+    /// vectors on the device instead of three (b and c pass through the
+    /// second one).
+    pub(crate) fn h_prepare_a_only(
+        &mut self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+        lg_n: u32,
+        z_inv: &Scalar,
+    ) -> Result<(), CudaError> {
+        same_lengths(a, b, c)?;
+        // SAFETY: the slices outlive the call; the C side reads len of each.
+        check(unsafe {
+            cuzk_cuda_h_prepare_a_only(
+                self.raw.as_ptr(),
+                a.as_ptr(),
+                b.as_ptr(),
+                c.as_ptr(),
+                a.len(),
+                lg_n,
+                z_inv,
+            )
+        })
+    }
+
+    /// The no-staging tier: H coefficients computed on the host (at most
+    /// 2^lg_n − 1) uploaded as [`Source::H`].
+    pub(crate) fn h_upload(&mut self, h: &[Scalar], lg_n: u32) -> Result<(), CudaError> {
+        if h.len() >= 1usize << lg_n && lg_n > 0 {
+            return Err(CudaError::Input(format!(
+                "{} H coefficients for a domain of 2^{lg_n}",
+                h.len()
+            )));
+        }
+        // SAFETY: h outlives the call; the C side reads h.len() scalars.
+        check(unsafe { cuzk_cuda_h_upload(self.raw.as_ptr(), h.as_ptr(), h.len(), lg_n) })
+    }
+
+    /// Device memory the context may still take (free after trimming the
+    /// stream-ordered pool, within `vram_limit`) and what its scratch
+    /// buffers hold now (reusable), in bytes.
+    pub(crate) fn mem_room(&mut self) -> Result<(u64, u64), CudaError> {
+        let (mut free, mut held) = (0usize, 0usize);
+        // SAFETY: a live context; two usizes written.
+        check(unsafe { cuzk_cuda_mem_room(self.raw.as_ptr(), &mut free, &mut held) })?;
+        Ok((free as u64, held as u64))
+    }
+
+    /// `gpus.vram_limit` for this context's allocations (0: none).
+    pub(crate) fn set_vram_limit(&mut self, limit: u64) -> Result<(), CudaError> {
+        // SAFETY: a live context.
+        check(unsafe { cuzk_cuda_set_vram_limit(self.raw.as_ptr(), limit as usize) })
+    }
+
+    /// Test hook: the next `count` allocations of this context fail as if
+    /// the device were full.
+    pub(crate) fn fail_next_allocs(&mut self, count: u32) -> Result<(), CudaError> {
+        // SAFETY: a live context.
+        check(unsafe { cuzk_cuda_fail_next_allocs(self.raw.as_ptr(), count as i32) })
+    }
+
     /// Uploads a, b, c (same length ≤ 2^lg_n) and computes the H
     /// coefficients on the device; the host vectors are free on return.
     pub(crate) fn h_prepare(
@@ -233,14 +329,7 @@ impl Ctx {
         lg_n: u32,
         z_inv: &Scalar,
     ) -> Result<(), CudaError> {
-        if a.len() != b.len() || a.len() != c.len() {
-            return Err(CudaError::Input(format!(
-                "a, b, c have {}, {}, {} evaluations",
-                a.len(),
-                b.len(),
-                c.len()
-            )));
-        }
+        same_lengths(a, b, c)?;
         // SAFETY: the slices outlive the call; the C side reads len of each.
         check(unsafe {
             cuzk_cuda_h_prepare(
@@ -263,9 +352,7 @@ impl Ctx {
         c: &[Scalar],
         lg_n: u32,
     ) -> Result<(), CudaError> {
-        if a.len() != b.len() || a.len() != c.len() {
-            return Err(CudaError::Input("a, b, c differ in length".into()));
-        }
+        same_lengths(a, b, c)?;
         // SAFETY: the slices outlive the call; the C side reads len of each.
         check(unsafe {
             cuzk_cuda_abc_upload(

@@ -18,14 +18,16 @@ mod ffi;
 mod resident;
 #[cfg(feature = "cuda")]
 mod staged;
+pub mod staging;
 
-pub use backend::{CudaBackend, GPU_MIN_POINTS};
+pub use backend::{CudaBackend, DEFAULT_VRAM_MARGIN, GPU_MIN_POINTS};
 #[cfg(feature = "cuda")]
 pub use ffi::{Section, Source};
 #[cfg(feature = "cuda")]
 pub use resident::srs_device_bytes;
 #[cfg(feature = "cuda")]
 pub use staged::Staged;
+pub use staging::StagingTier;
 
 /// Where a circuit's SRS points live while proving (the engine's
 /// `gpus.srs_on_device`).
@@ -65,6 +67,9 @@ pub enum CudaError {
     NoDevice { device: usize, count: usize },
     #[error("cuda: {0}")]
     Cuda(String),
+    /// The device (or `gpus.vram_limit`) had no room; the context is intact.
+    #[error("cuda: out of device memory: {0}")]
+    OutOfMemory(String),
     #[error("cuda: invalid input: {0}")]
     Input(String),
 }
@@ -74,6 +79,9 @@ impl From<CudaError> for cuzk_prover::ProverError {
         match e {
             CudaError::Input(m) => cuzk_prover::ProverError::Input(m),
             CudaError::Cuda(m) => cuzk_prover::ProverError::Backend(format!("cuda: {m}")),
+            CudaError::OutOfMemory(m) => {
+                cuzk_prover::ProverError::Backend(format!("cuda: out of device memory: {m}"))
+            }
             other => cuzk_prover::ProverError::Backend(other.to_string()),
         }
     }

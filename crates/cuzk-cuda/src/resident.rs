@@ -81,7 +81,8 @@ pub(crate) fn ensure(
     ctx.trim()?;
     let need = srs_device_bytes(srs);
     if placement == SrsPlacement::Auto {
-        let (free, _) = crate::ffi::mem_info(device)?;
+        // Free memory within gpus.vram_limit, the pool's cache returned.
+        let (free, _) = ctx.mem_room()?;
         let scratch = ((3 * n + 2 * aux) * std::mem::size_of::<blstrs::Scalar>()) as u64;
         if need + scratch + MSM_HEADROOM > free {
             tracing::info!(

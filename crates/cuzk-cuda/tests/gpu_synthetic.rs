@@ -12,9 +12,10 @@ mod common;
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
-use cuzk_cuda::{CudaBackend, CudaError, SrsPlacement};
+use cuzk_cuda::{CudaBackend, CudaError, SrsPlacement, StagingTier};
 use cuzk_prover::backend::{ProverBackend, ProverError};
 use cuzk_prover::synthesize;
+use cuzk_prover::CpuBackend;
 use ff::{Field, PrimeField};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -175,4 +176,96 @@ fn a_missing_device_and_a_wrong_srs_are_errors() {
         Err(e) => panic!("expected an SRS error, got {e}"),
         Ok(_) => panic!("a proof with the wrong SRS"),
     }
+}
+
+/// Proves one 2^16 chain partition on `gpu` and returns the proof bytes and
+/// the staging counts, or the error.
+fn prove_staged(
+    gpu: &CudaBackend,
+    srs: &cuzk_prover::srs::Srs,
+    w: &cuzk_prover::synth::PartitionWitness,
+) -> Result<([u8; 192], cuzk_prover::backend::StagingCounts), ProverError> {
+    let mut batch = vec![w.clone()];
+    let (proofs, stats) = gpu.prove(
+        &mut batch,
+        &srs.as_srs_ref(),
+        &[Scalar::from(3u64)],
+        &[Scalar::from(5u64)],
+    )?;
+    Ok((proofs[0].to_bytes(), stats.staging))
+}
+
+/// Memory tiers: an allocation failure (the test hook) makes the partition
+/// fall back a tier, then another, and still give the CPU's proof; a third
+/// failure is an out-of-memory error that leaves the context usable; a
+/// `vram_limit` just above what the a-only tier needs makes the backend
+/// choose that tier by itself.
+#[test]
+fn staging_tiers_fall_back_and_give_the_same_proof() {
+    let Some(gpu) = common::gpu() else { return };
+    let steps = (1usize << 15) - 4;
+    let mut rng = ChaCha8Rng::seed_from_u64(99);
+    let (srs, _) = cuzk_setup::generate(Chain { x: None, steps }, &mut rng).expect("parameters");
+    let w = synthesize(Chain {
+        x: Some(Scalar::random(&mut rng)),
+        steps,
+    })
+    .expect("synthesis")
+    .witness;
+    let mut cpu_w = vec![w.clone()];
+    let (cpu, _) = CpuBackend
+        .prove(
+            &mut cpu_w,
+            &srs.as_srs_ref(),
+            &[Scalar::from(3u64)],
+            &[Scalar::from(5u64)],
+        )
+        .expect("CPU proof");
+    let expected = cpu[0].to_bytes();
+
+    // Streamed SRS: the device holds only this test's scratch buffers.
+    let gpu = CudaBackend::with_placement(gpu.device(), SrsPlacement::Never).expect("backend");
+    let (bytes, st) = prove_staged(&gpu, &srs, &w).expect("GPU proof");
+    assert_eq!(bytes, expected, "tier all");
+    assert_eq!(
+        (st.all, st.a_only, st.none, st.fallbacks),
+        (1, 0, 0, 0),
+        "{st:?}"
+    );
+
+    for (fail, want) in [(1, (0, 1, 0, 1)), (2, (0, 0, 1, 2))] {
+        gpu.release_buffers().expect("release");
+        gpu.fail_next_allocs(fail).expect("test hook");
+        let (bytes, st) = prove_staged(&gpu, &srs, &w).expect("GPU proof after a fallback");
+        assert_eq!(bytes, expected, "{fail} injected failure(s)");
+        assert_eq!((st.all, st.a_only, st.none, st.fallbacks), want, "{st:?}");
+    }
+
+    gpu.release_buffers().expect("release");
+    gpu.fail_next_allocs(3).expect("test hook");
+    match prove_staged(&gpu, &srs, &w) {
+        Err(e) => assert!(e.to_string().contains("out of device memory"), "{e}"),
+        Ok(_) => panic!("three injected failures should exhaust the tiers"),
+    }
+    let (bytes, st) = prove_staged(&gpu, &srs, &w).expect("the context survives");
+    assert_eq!(bytes, expected);
+    assert_eq!(st.all, 1, "{st:?}");
+
+    // vram_limit: room for the a-only tier, not for all three vectors.
+    gpu.release_buffers().expect("release");
+    let (free, total) = gpu.memory().expect("memory");
+    let margin = 64 << 20;
+    let (n, aux) = (w.a.len().next_power_of_two(), w.aux.len());
+    let limit = total - free + StagingTier::AOnly.need(n, aux) + margin;
+    assert!(StagingTier::All.need(n, aux) > StagingTier::AOnly.need(n, aux));
+    let limited = gpu
+        .clone()
+        .with_memory(Some(limit), margin)
+        .expect("vram_limit");
+    let (bytes, st) = prove_staged(&limited, &srs, &w).expect("GPU proof under vram_limit");
+    assert_eq!(bytes, expected, "under vram_limit");
+    assert_eq!(st.a_only, 1, "{st:?}");
+    gpu.clone()
+        .with_memory(None, cuzk_cuda::DEFAULT_VRAM_MARGIN)
+        .expect("limit lifted");
 }

@@ -93,6 +93,33 @@ pub struct ProveStats {
     pub assembly: Duration,
     /// How the L, A and B scalars split into zeros, ones and others.
     pub shape: MsmShape,
+    /// How a GPU backend staged the partitions (all zero on the CPU).
+    pub staging: StagingCounts,
+}
+
+/// Partitions per device-memory staging tier of a GPU backend, and the
+/// tiers abandoned after an allocation failed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StagingCounts {
+    /// a, b and c on the device at once.
+    pub all: u32,
+    /// a on the device, b and c through a second buffer.
+    pub a_only: u32,
+    /// Nothing staged: H computed on the host.
+    pub none: u32,
+    /// Attempts that ran out of device memory and fell back a tier.
+    pub fallbacks: u32,
+}
+
+impl StagingCounts {
+    /// `(label, count)` per tier, in the order all, a_only, none.
+    pub fn by_tier(&self) -> [(&'static str, u32); 3] {
+        [
+            ("all", self.all),
+            ("a_only", self.a_only),
+            ("none", self.none),
+        ]
+    }
 }
 
 impl ProveStats {

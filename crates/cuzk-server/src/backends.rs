@@ -53,8 +53,20 @@ fn cuda(gpus: &GpusConfig) -> Result<Vec<Arc<dyn ProverBackend>>, String> {
         }
         let b =
             CudaBackend::with_placement(d, placement).map_err(|e| format!("gpus.devices: {e}"))?;
+        let limit = gpus.vram_limit.map(|l| l.as_u64());
+        let margin = gpus.vram_safety_margin.as_u64();
+        let b = b
+            .with_memory(limit, margin)
+            .map_err(|e| format!("gpus.vram_limit: {e}"))?;
         let name = b.device_name().unwrap_or_default();
-        info!(device = d, name, srs_on_device = ?placement, "CUDA prover backend");
+        info!(
+            device = d,
+            name,
+            srs_on_device = ?placement,
+            vram_limit = limit.unwrap_or(0),
+            vram_safety_margin = margin,
+            "CUDA prover backend"
+        );
         out.push(Arc::new(b));
     }
     Ok(out)

@@ -490,6 +490,9 @@ fn prove(
     job.run().compute += took;
     inner.metrics.partition_stage(job.kind, "prove", took);
     info!(target: "partition", job_id = %job.id, partition = k, ms = took.as_millis() as u64, "prove end");
+    if let Ok((_, stats)) = &proved {
+        inner.metrics.staging(&backend.name(), &stats.staging);
+    }
     match proved {
         Ok((proofs, _)) => match proofs.first() {
             Some(p) => Step::Done(p.to_bytes().to_vec()),

@@ -1,0 +1,122 @@
+//! One owner for a device context's own allocations (`dalloc`) and the
+//! grow-only device buffers that use it (`dbuf`).
+//!
+//! Every buffer of a context — a|b|c, aux, the picked and split scratch, the
+//! resident SRS sections — is taken with plain `cudaMalloc` through
+//! `dalloc::get`, so memory we free is at once visible to the next
+//! allocation and to `cudaMemGetInfo`. sppark's MSM allocates its own
+//! temporaries from the device's stream-ordered pool; `dalloc::available`
+//! trims that pool first so the free figure is true.
+//!
+//! `dalloc` also implements `gpus.vram_limit` (the card is taken to have only
+//! that many bytes: an allocation that would take the device's use past it
+//! fails as if the card were full) and a test hook that makes the next
+//! allocations fail. A failed allocation throws a `cuda_error` with code
+//! `CUZK_OOM` and leaves the context usable.
+
+#ifndef __CUZK_DALLOC_CUH__
+#define __CUZK_DALLOC_CUH__
+
+#include <string>
+
+// The code of an out-of-device-memory error (sppark negates CUDA's codes).
+#define CUZK_OOM (-(int)cudaErrorMemoryAllocation)
+
+static inline bool is_oom(const cuda_error& e)
+{
+    return e.code() == CUZK_OOM;
+}
+
+struct dalloc {
+    int device = 0;
+    // gpus.vram_limit in bytes (0: the whole card).
+    size_t limit = 0;
+    // Test hook: this many of the next allocations fail.
+    int fail_next = 0;
+
+    void* get(size_t bytes)
+    {
+        if (fail_next > 0) {
+            fail_next--;
+            throw cuda_error{CUZK_OOM,
+                             std::string("injected allocation failure (test hook)")};
+        }
+        if (limit) {
+            trim_pool();
+            size_t free_b = 0, total = 0;
+            CUDA_OK(cudaMemGetInfo(&free_b, &total));
+            size_t used = total - free_b;
+            if (used + bytes > limit)
+                throw cuda_error{CUZK_OOM,
+                                 "allocating " + std::to_string(bytes) +
+                                     " bytes would pass gpus.vram_limit (" +
+                                     std::to_string(limit) + " bytes; " +
+                                     std::to_string(used) + " in use)"};
+        }
+        void* p = nullptr;
+        cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            throw cuda_error{-(int)e, "cudaMalloc of " + std::to_string(bytes) +
+                                          " bytes: " + cudaGetErrorString(e)};
+        }
+        return p;
+    }
+
+    // Returns the memory the device's stream-ordered pool caches (freed
+    // by sppark's MSMs) to the device.
+    void trim_pool() const
+    {
+        cudaMemPool_t pool;
+        if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess)
+            (void)cudaMemPoolTrimTo(pool, 0);
+        (void)cudaGetLastError();
+    }
+
+    void put(void* p)
+    {
+        if (p)
+            (void)cudaFree(p);
+    }
+
+    // Bytes this allocator could still hand out: the device's free memory
+    // once the stream-ordered pool has returned what it caches (sppark's
+    // MSM temporaries), within the limit. The device must be idle.
+    size_t available() const
+    {
+        trim_pool();
+        size_t free_b = 0, total = 0;
+        CUDA_OK(cudaMemGetInfo(&free_b, &total));
+        if (limit) {
+            size_t used = total - free_b;
+            size_t room = limit > used ? limit - used : 0;
+            if (room < free_b)
+                free_b = room;
+        }
+        return free_b;
+    }
+};
+
+// A device buffer that only grows; freed with the context.
+template<class T> struct dbuf {
+    T* ptr = nullptr;
+    size_t cap = 0;
+
+    void reserve(dalloc& a, size_t n)
+    {
+        if (n <= cap)
+            return;
+        release(a);
+        ptr = (T*)a.get(n * sizeof(T));
+        cap = n;
+    }
+    void release(dalloc& a)
+    {
+        a.put(ptr);
+        ptr = nullptr;
+        cap = 0;
+    }
+    size_t bytes() const { return cap * sizeof(T); }
+};
+
+#endif

@@ -1,0 +1,163 @@
+//! Memory-aware staging tiers: how much of a partition's witness goes to the
+//! device at once, chosen per partition from the room the card really has.
+//!
+//! Before a partition's H stage the backend asks its context for the free
+//! device memory (after the stream-ordered pool has returned its cache, and
+//! within `gpus.vram_limit`) plus what its own scratch buffers hold, keeps
+//! `gpus.vram_safety_margin` aside, and takes the first tier that fits:
+//!
+//! - [`StagingTier::All`]: a, b and c on the device at once (the fastest;
+//!   the a|b|c buffer is kept for the next partition);
+//! - [`StagingTier::AOnly`]: a on the device, b then c copied through one
+//!   second buffer and folded into a (two vectors instead of three);
+//! - [`StagingTier::None`]: nothing staged: H is computed on the host and
+//!   only its coefficients are uploaded for the H MSM.
+//!
+//! Below the top tier the A and B scalars are also picked on the host and
+//! uploaded over aux, so the MSM stage holds one vector, not two.
+//!
+//! When an allocation fails anyway (another process took the memory, or the
+//! test hook), the partition drops to the next tier and tries again; the
+//! context stays usable.
+
+/// One staging tier (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StagingTier {
+    All,
+    AOnly,
+    None,
+}
+
+/// Bytes of one scalar on the device.
+const FR: u64 = 32;
+
+impl StagingTier {
+    /// From the most to the least device memory.
+    pub const ORDER: [StagingTier; 3] = [StagingTier::All, StagingTier::AOnly, StagingTier::None];
+
+    /// The name in logs and metrics.
+    pub fn label(self) -> &'static str {
+        match self {
+            StagingTier::All => "all",
+            StagingTier::AOnly => "a_only",
+            StagingTier::None => "none",
+        }
+    }
+
+    /// The tier to fall back to, if any.
+    pub fn lower(self) -> Option<StagingTier> {
+        match self {
+            StagingTier::All => Some(StagingTier::AOnly),
+            StagingTier::AOnly => Some(StagingTier::None),
+            StagingTier::None => None,
+        }
+    }
+
+    /// Domain-sized vectors this tier keeps on the device during the H
+    /// stage.
+    fn vectors(self) -> u64 {
+        match self {
+            StagingTier::All => 3,
+            StagingTier::AOnly => 2,
+            StagingTier::None => 1,
+        }
+    }
+
+    /// Device bytes a partition of domain `n` with `aux` variables needs
+    /// at this tier. At [`StagingTier::All`]: a|b|c, aux and the scalars
+    /// picked for A and B on the device, all kept between partitions, plus
+    /// the MSM temporaries. Below it, the larger of the H stage (its
+    /// vectors and the H MSM's temporaries) and the MSM stage, which holds
+    /// one vector: the A and B scalars are picked on the host and uploaded
+    /// over aux once L is done.
+    pub fn need(self, n: usize, aux: usize) -> u64 {
+        let (n, aux) = (n as u64, aux as u64);
+        let vectors = self.vectors() * n * FR;
+        let temp = msm_temp(n.max(aux));
+        match self {
+            StagingTier::All => vectors + 2 * aux * FR + aux / 8 + temp,
+            _ => vectors.max(aux * FR + aux / 8) + temp,
+        }
+    }
+}
+
+/// A bound on sppark's Pippenger temporaries (digits, sort scratch,
+/// buckets) for `points` points, measured at ~12 B/point at 2^27 and
+/// ~24 B/point at 2^24, plus fixed bucket tables.
+pub fn msm_temp(points: u64) -> u64 {
+    16 * points + (256 << 20)
+}
+
+/// The first tier whose need plus `margin` fits in `room` bytes;
+/// [`StagingTier::None`] when none does (it is then tried anyway).
+pub fn choose(room: u64, margin: u64, n: usize, aux: usize) -> StagingTier {
+    StagingTier::ORDER
+        .into_iter()
+        .find(|t| t.need(n, aux).saturating_add(margin) <= room)
+        .unwrap_or(StagingTier::None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn tiers_need_less_memory_in_order() {
+        for lg in [10u32, 16, 20, 24, 27] {
+            let n = 1usize << lg;
+            let needs: Vec<u64> = StagingTier::ORDER
+                .iter()
+                .map(|t| t.need(n, n - 80))
+                .collect();
+            assert!(
+                needs[0] > needs[1] && needs[1] > needs[2],
+                "2^{lg}: {needs:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_room_picks_the_tier() {
+        // A 2^27 partition (PoRep 32 GiB): a|b|c alone is 12 GiB.
+        let n = 1usize << 27;
+        let aux = n - 80;
+        let margin = 512 << 20;
+        assert_eq!(choose(140 * GIB, margin, n, aux), StagingTier::All);
+        assert_eq!(
+            choose(StagingTier::All.need(n, aux) + margin, margin, n, aux),
+            StagingTier::All
+        );
+        assert_eq!(
+            choose(StagingTier::All.need(n, aux) + margin - 1, margin, n, aux),
+            StagingTier::AOnly
+        );
+        assert_eq!(
+            choose(StagingTier::AOnly.need(n, aux) + margin, margin, n, aux),
+            StagingTier::AOnly
+        );
+        assert_eq!(
+            choose(StagingTier::None.need(n, aux) + margin, margin, n, aux),
+            StagingTier::None
+        );
+        // Nothing fits: the least demanding tier is tried.
+        assert_eq!(choose(GIB, margin, n, aux), StagingTier::None);
+        // A 16 GiB card with a 2^24 partition stages everything.
+        assert_eq!(
+            choose(16 * GIB, margin, 1 << 24, (1 << 24) - 80),
+            StagingTier::All
+        );
+    }
+
+    #[test]
+    fn falling_back_ends_at_none() {
+        let mut t = StagingTier::All;
+        let mut seen = vec![t.label()];
+        while let Some(l) = t.lower() {
+            t = l;
+            seen.push(t.label());
+        }
+        assert_eq!(seen, ["all", "a_only", "none"]);
+    }
+}
