@@ -9,8 +9,8 @@
 //! see `cuda/split01.cuh`); the input MSMs and MSMs below [`GPU_MIN_POINTS`]
 //! points run on the CPU. The device context
 //! (its buffers kept across calls) is one per device for the whole process,
-//! behind a Mutex: one partition at a time per device, however many
-//! backends share it.
+//! behind a Mutex held for one partition's device work (not its assembly):
+//! one partition at a time per device, however many backends share it.
 
 use blstrs::Scalar;
 use cuzk_prover::backend::{ProveStats, ProverBackend, ProverError, SrsRef};
@@ -282,13 +282,17 @@ mod gpu {
         s: &[Scalar],
         abc_freed: &mut dyn FnMut(usize),
     ) -> Result<(Vec<Proof>, ProveStats), ProverError> {
-        // A poisoned lock only means another prove panicked: the context
-        // holds scratch buffers, rewritten by every call.
-        let mut ctx = backend.ctx.lock().unwrap_or_else(|p| p.into_inner());
         let mut stats = ProveStats::default();
         let mut proofs = Vec::with_capacity(witnesses.len());
         for (i, ((w, r), s)) in witnesses.iter_mut().zip(r).zip(s).enumerate() {
-            let m = partition(&mut ctx, backend, w, srs, &mut stats, &mut || abc_freed(i))?;
+            // The device is held for one partition's GPU work only: the
+            // assembly below, on the CPU, lets another worker use it.
+            // A poisoned lock only means another prove panicked: the
+            // context holds scratch buffers, rewritten by every call.
+            let m = {
+                let mut ctx = backend.ctx.lock().unwrap_or_else(|p| p.into_inner());
+                partition(&mut ctx, backend, w, srs, &mut stats, &mut || abc_freed(i))?
+            };
             let t = Instant::now();
             proofs.push(assemble(srs, &m, *r, *s)?);
             stats.assembly += t.elapsed();
