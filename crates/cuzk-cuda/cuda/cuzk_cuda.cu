@@ -77,9 +77,9 @@ struct cuzk_cuda_ctx {
     // Density bitmap words and the exclusive prefix count of set bits.
     dbuf<uint64_t> words;
     dbuf<uint32_t> offsets;
-    // The 0/1 split of L/A/B MSMs (on unless turned off, for benches) and
-    // the shape of the scalars it saw since the last cuzk_cuda_take_shape.
-    bool split01 = true;
+    // The 0/1 split of L/A/B MSMs of at least split_min points (set by
+    // Rust) and the shape of the scalars it saw since cuzk_cuda_take_shape.
+    size_t split_min = SIZE_MAX;  // MSMs of fewer points run plain
     split_scratch split;
     split_shape shape;
     // Resident SRS points, one raw buffer per section (h, l, a, b_g1:
@@ -214,7 +214,7 @@ static RustError msm_resident(cuzk_cuda_ctx* ctx, int source, int sec,
         return RustError{0};
     const affine_T* points = (const affine_T*)s.ptr + offset;
     // Witness scalars (not H's) are mostly 0 or 1: split them.
-    if (source != SRC_H && ctx->split01 &&
+    if (source != SRC_H && npoints >= ctx->split_min &&
         msm_split01<bucket_T>(*ctx->gpu, ctx->id, ctx->mem, ctx->split,
                               scalars, points,
                               npoints, out, &ctx->shape))
@@ -526,11 +526,12 @@ RustError cuzk_cuda_msm_g2_resident(cuzk_cuda_ctx* ctx, int source, int sec,
     return msm_resident<bucket_fp2_t, point_fp2_t, affine_fp2_t>(ctx, source, sec, offset, npoints, out);
 }
 
-// Turns the 0/1 split of witness MSMs on (`on` ≠ 0, the default) or off.
-RustError cuzk_cuda_set_split01(cuzk_cuda_ctx* ctx, int on)
+// The 0/1 split applies to witness MSMs of at least `min_points` points
+// (SIZE_MAX: never).
+RustError cuzk_cuda_set_split01(cuzk_cuda_ctx* ctx, size_t min_points)
 {
     CUZK_TRY
-    ctx->split01 = on != 0;
+    ctx->split_min = min_points;
     CUZK_CATCH
 }
 

@@ -119,7 +119,7 @@ extern "C" {
     fn cuzk_cuda_mem_room(ctx: *mut RawCtx, free: *mut usize, held: *mut usize) -> sppark::Error;
     fn cuzk_cuda_set_vram_limit(ctx: *mut RawCtx, limit: usize) -> sppark::Error;
     fn cuzk_cuda_fail_next_allocs(ctx: *mut RawCtx, count: i32) -> sppark::Error;
-    fn cuzk_cuda_set_split01(ctx: *mut RawCtx, on: i32) -> sppark::Error;
+    fn cuzk_cuda_set_split01(ctx: *mut RawCtx, min_points: usize) -> sppark::Error;
     fn cuzk_cuda_take_shape(
         ctx: *mut RawCtx,
         zeros: *mut usize,
@@ -243,12 +243,14 @@ impl Ctx {
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one pointer.
         check(unsafe { cuzk_cuda_ctx_new(device, &mut raw) })?;
-        NonNull::new(raw)
+        let mut ctx = NonNull::new(raw)
             .map(|raw| Ctx {
                 raw,
                 resident: None,
             })
-            .ok_or_else(|| CudaError::Cuda("no context returned".into()))
+            .ok_or_else(|| CudaError::Cuda("no context returned".into()))?;
+        ctx.set_split01(true)?;
+        Ok(ctx)
     }
 
     /// Frees the device buffers (allocated again when next needed).
@@ -504,11 +506,17 @@ impl Ctx {
     }
 
     /// Turns on (the default) or off the 0/1 split of the resident MSMs over
-    /// [`Source::Aux`] and [`Source::Picked`]: zeros dropped, ones summed by
+    /// [`Source::Aux`] and [`Source::Picked`] of at least
+    /// [`crate::SPLIT01_MIN_POINTS`] points: zeros dropped, ones summed by
     /// batch addition, Pippenger over the rest only.
     pub(crate) fn set_split01(&mut self, on: bool) -> Result<(), CudaError> {
+        let min = if on {
+            crate::SPLIT01_MIN_POINTS
+        } else {
+            usize::MAX
+        };
         // SAFETY: a live context.
-        check(unsafe { cuzk_cuda_set_split01(self.raw.as_ptr(), on as i32) })
+        check(unsafe { cuzk_cuda_set_split01(self.raw.as_ptr(), min) })
     }
 
     /// Zeros, ones and other scalars the split MSMs saw since the last call.

@@ -29,6 +29,11 @@ pub use resident::srs_device_bytes;
 pub use staged::Staged;
 pub use staging::StagingTier;
 
+/// Resident witness MSMs with fewer points run as plain Pippenger, not
+/// split into zeros, ones and the rest: below 2^17 points the split's extra
+/// passes cost more than they save (H200, docs/PERF.md).
+pub const SPLIT01_MIN_POINTS: usize = 1 << 17;
+
 /// Where a circuit's SRS points live while proving (the engine's
 /// `gpus.srs_on_device`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
