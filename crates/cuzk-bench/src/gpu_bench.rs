@@ -19,7 +19,8 @@
 //! copies overlap the NTTs (as in the backend). `--split01` times the
 //! resident L, A and B MSMs with the 0/1 split (the backend's default), as
 //! plain Pippenger over every scalar, or both side by side (then checks
-//! that the proofs are equal).
+//! that the proofs are equal). `--workers 1,2` runs the whole backend
+//! instead, with that many worker threads ([`workers`]).
 
 use anyhow::{bail, Result};
 
@@ -70,12 +71,15 @@ pub fn parse_range(s: &str) -> Result<(u32, u32), String> {
 }
 
 #[cfg(not(feature = "cuda"))]
-pub fn run(_range: (u32, u32), _opts: Opts) -> Result<()> {
+pub fn run(_range: (u32, u32), _opts: Opts, _workers: &[usize]) -> Result<()> {
     bail!("gpu-bench needs the CUDA backend: rebuild cuzk-bench with `--features cuda`")
 }
 
 #[cfg(feature = "cuda")]
-pub fn run(range: (u32, u32), opts: Opts) -> Result<()> {
+mod workers;
+
+#[cfg(feature = "cuda")]
+pub fn run(range: (u32, u32), opts: Opts, workers: &[usize]) -> Result<()> {
     let device = opts.device;
     if opts.partitions == 0 {
         bail!("--partitions must be at least 1");
@@ -87,14 +91,21 @@ pub fn run(range: (u32, u32), opts: Opts) -> Result<()> {
         "gpu_bench_device device={device} name={:?}",
         gpu.device_name().unwrap_or_else(|e| e.to_string())
     );
+    if workers.contains(&0) {
+        bail!("--workers: every count must be at least 1");
+    }
     for k in range.0..=range.1 {
-        imp::one_size(&gpu, k, opts)?;
+        if workers.is_empty() {
+            imp::one_size(&gpu, k, opts)?;
+        } else {
+            workers::run(&gpu, k, opts.partitions, workers)?;
+        }
     }
     Ok(())
 }
 
 #[cfg(feature = "cuda")]
-mod imp {
+pub(crate) mod imp {
     use std::time::Instant;
 
     use anyhow::{Context, Result};
@@ -126,25 +137,49 @@ mod imp {
         x ^ (x >> 31)
     }
 
-    /// Fills `len` elements in parallel from `f(index)`.
-    fn par_fill<T: Copy + Send + Sync + Default>(
+    /// Fills `len` elements in parallel from `f(index)`, in memory backed
+    /// by transparent huge pages where the kernel offers them (the first
+    /// touch of gigabytes in 4 KiB pages costs more than the copy).
+    pub(crate) fn par_fill<T: Copy + Send + Sync>(
         len: usize,
         f: impl Fn(usize) -> T + Sync,
     ) -> Vec<T> {
-        let mut v = vec![T::default(); len];
+        let mut v: Vec<T> = Vec::with_capacity(len);
+        huge_pages(v.as_mut_ptr().cast(), len * std::mem::size_of::<T>());
         let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
         let chunk = len.div_ceil(threads).max(1);
         std::thread::scope(|s| {
-            for (c, part) in v.chunks_mut(chunk).enumerate() {
+            for (c, part) in v.spare_capacity_mut()[..len].chunks_mut(chunk).enumerate() {
                 let f = &f;
                 s.spawn(move || {
                     for (j, x) in part.iter_mut().enumerate() {
-                        *x = f(c * chunk + j);
+                        x.write(f(c * chunk + j));
                     }
                 });
             }
         });
+        // SAFETY: every one of the first `len` elements was written above.
+        unsafe { v.set_len(len) };
         v
+    }
+
+    /// Asks for transparent huge pages over the whole 2 MiB pages inside
+    /// `[ptr, ptr + bytes)`; best effort.
+    fn huge_pages(ptr: *mut u8, bytes: usize) {
+        #[cfg(target_os = "linux")]
+        {
+            const HUGE: usize = 2 << 20;
+            let start = (ptr as usize).next_multiple_of(HUGE);
+            let end = (ptr as usize + bytes) / HUGE * HUGE;
+            if end > start {
+                // SAFETY: advice only, over memory this process owns.
+                unsafe {
+                    libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+                }
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (ptr, bytes);
     }
 
     /// A scalar below 2^254 (< r) from four splitmix words.
@@ -169,37 +204,37 @@ mod imp {
         d
     }
 
-    struct Input {
-        lg_n: u32,
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
-        input: Vec<Scalar>,
-        aux: Vec<Scalar>,
-        a_aux: Density,
-        b_aux: Density,
-        b_input: Density,
-        g1: Vec<G1Affine>,
-        g2: Vec<G2Affine>,
-        vk: [G1Affine; 3],
-        vk2: [G2Affine; 2],
+    pub(crate) struct Input {
+        pub(crate) lg_n: u32,
+        pub(crate) a: Vec<Scalar>,
+        pub(crate) b: Vec<Scalar>,
+        pub(crate) c: Vec<Scalar>,
+        pub(crate) input: Vec<Scalar>,
+        pub(crate) aux: Vec<Scalar>,
+        pub(crate) a_aux: Density,
+        pub(crate) b_aux: Density,
+        pub(crate) b_input: Density,
+        pub(crate) g1: Vec<G1Affine>,
+        pub(crate) g2: Vec<G2Affine>,
+        pub(crate) vk: [G1Affine; 3],
+        pub(crate) vk2: [G2Affine; 2],
         /// Upload a/b/c and compute H in one overlapped call.
-        overlap: bool,
+        pub(crate) overlap: bool,
     }
 
     impl Input {
-        fn a_len(&self) -> usize {
+        pub(crate) fn a_len(&self) -> usize {
             INPUTS + self.a_aux.count()
         }
-        fn b_len(&self) -> usize {
+        pub(crate) fn b_len(&self) -> usize {
             self.b_input.count() + self.b_aux.count()
         }
-        fn n(&self) -> usize {
+        pub(crate) fn n(&self) -> usize {
             1 << self.lg_n
         }
     }
 
-    fn make_input(lg_n: u32) -> Input {
+    pub(crate) fn make_input(lg_n: u32) -> Input {
         let n = 1usize << lg_n;
         let mut rng = ChaCha8Rng::seed_from_u64(u64::from(lg_n));
         let pool: Vec<Scalar> = (0..POOL).map(|_| Scalar::random(&mut rng)).collect();
@@ -255,12 +290,12 @@ mod imp {
     }
 
     /// Host SRS for streaming: the G1 sections alias one tiled buffer.
-    struct HostSrs {
-        g1: Vec<G1Affine>,
-        g2: Vec<G2Affine>,
+    pub(crate) struct HostSrs {
+        pub(crate) g1: Vec<G1Affine>,
+        pub(crate) g2: Vec<G2Affine>,
     }
 
-    fn host_srs(inp: &Input) -> HostSrs {
+    pub(crate) fn host_srs(inp: &Input) -> HostSrs {
         let g1_len = (inp.n() - 1)
             .max(inp.aux.len())
             .max(inp.a_len())
@@ -272,7 +307,7 @@ mod imp {
         }
     }
 
-    fn ms(t: Instant) -> f64 {
+    pub(crate) fn ms(t: Instant) -> f64 {
         t.elapsed().as_secs_f64() * 1e3
     }
 
@@ -573,7 +608,7 @@ mod tests {
             overlap: false,
             split01: super::Split01::Both,
         };
-        let e = super::run((20, 20), opts).expect_err("no CUDA backend is built");
+        let e = super::run((20, 20), opts, &[]).expect_err("no CUDA backend is built");
         assert!(e.to_string().contains("--features cuda"), "{e}");
     }
 }

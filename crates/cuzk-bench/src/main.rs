@@ -8,6 +8,7 @@ mod commands;
 mod demo;
 mod gen_params;
 mod gpu_bench;
+mod gpu_stress;
 mod progress;
 mod prover_bench;
 mod srs_cmd;
@@ -220,6 +221,41 @@ enum Command {
         /// Resident L/A/B MSMs with the 0/1 split, plain, or both.
         #[arg(long, value_enum, default_value = "on")]
         split01: gpu_bench::Split01,
+        /// Prove through the whole backend with these worker counts (e.g.
+        /// `1,2`), SRS resident: time per partition and GPU busy share.
+        #[arg(long, value_delimiter = ',')]
+        workers: Vec<usize>,
+    },
+    /// Several GPU workers on one device under a VRAM limit: synthetic
+    /// chain partitions plus the four 2 KiB kinds, each proof compared with
+    /// the CPU backend's and verified; staging tiers counted (needs
+    /// `--features cuda`).
+    GpuStress {
+        /// Log2 of the chain partitions' domain.
+        #[arg(long, default_value_t = 20)]
+        log_domain: u32,
+        /// Chain partitions per run.
+        #[arg(long, default_value_t = 20)]
+        partitions: usize,
+        /// Distinct chain witnesses (reused with fresh r and s).
+        #[arg(long, default_value_t = 4)]
+        witnesses: usize,
+        /// Worker counts, one run each (e.g. `1,2,4`).
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+        workers: Vec<usize>,
+        /// `gpus.vram_limit` for the runs (e.g. 16GiB).
+        #[arg(long)]
+        vram_limit: Option<bytesize::ByteSize>,
+        /// CUDA device.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+        /// Leave out the 2 KiB Filecoin partitions.
+        #[arg(long)]
+        no_fixtures: bool,
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        #[command(flatten)]
+        fixtures: FixtureDir,
     },
     /// Time bellperson's CPU prover and ours on the same circuit, SRS, r and
     /// s; ends with `ratio_vs_bellperson=<x>`.
@@ -360,6 +396,7 @@ fn main() -> Result<()> {
             device,
             overlap,
             split01,
+            workers,
         } => gpu_bench::run(
             log_domain,
             gpu_bench::Opts {
@@ -369,7 +406,28 @@ fn main() -> Result<()> {
                 overlap,
                 split01,
             },
+            &workers,
         ),
+        Command::GpuStress {
+            log_domain,
+            partitions,
+            witnesses,
+            workers,
+            vram_limit,
+            device,
+            no_fixtures,
+            seed,
+            fixtures,
+        } => gpu_stress::run(gpu_stress::Opts {
+            log_domain,
+            partitions,
+            witnesses,
+            workers,
+            vram_limit: vram_limit.map(|b| b.as_u64()),
+            device,
+            fixtures: (!no_fixtures).then(|| fixtures.dir()),
+            seed,
+        }),
         Command::ProverBench {
             kind,
             sector_size,

@@ -217,7 +217,7 @@ pub async fn run(opts: Options) -> Result<bool> {
     if let Some(engine) = &engine {
         // The GPU staging tiers the partitions took (nothing on the CPU).
         for line in engine.metrics_text().lines() {
-            if line.starts_with("cuzk_gpu_staging") {
+            if line.starts_with("cuzk_gpu_staging") || line.starts_with("cuzk_gpu_memory_waits") {
                 println!("{line}");
             }
         }

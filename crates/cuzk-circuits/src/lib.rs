@@ -7,8 +7,10 @@
 //! filecoin-proofs does (`CompoundProof::circuit` with the same public
 //! inputs and parameters), so proofs made from these witnesses verify with
 //! filecoin-proofs' verifiers. For reference and benchmarks, a source can
-//! also prove its circuits with bellperson's own prover.
+//! also prove its circuits with bellperson's own prover. [`chain`] is a
+//! synthetic circuit of any size for tests and benchmarks.
 
+pub mod chain;
 mod porep;
 mod post;
 mod snap;

@@ -27,6 +27,7 @@ pub struct Metrics {
     worker_busy: CounterVec,
     staging: IntCounterVec,
     staging_fallbacks: IntCounterVec,
+    memory_waits: IntCounterVec,
     uptime: Gauge,
 }
 
@@ -130,6 +131,14 @@ impl Metrics {
             &["backend"],
         )
         .expect("valid metric");
+        let memory_waits = IntCounterVec::new(
+            Opts::new(
+                "cuzk_gpu_memory_waits_total",
+                "Times a GPU partition waited for device memory held by other partitions",
+            ),
+            &["backend"],
+        )
+        .expect("valid metric");
         let uptime = Gauge::new("cuzk_uptime_seconds", "Seconds since the engine started")
             .expect("valid metric");
         for c in [
@@ -145,6 +154,7 @@ impl Metrics {
             Box::new(worker_busy.clone()),
             Box::new(staging.clone()),
             Box::new(staging_fallbacks.clone()),
+            Box::new(memory_waits.clone()),
             Box::new(uptime.clone()),
         ] {
             registry.register(c).expect("metric names are unique");
@@ -168,6 +178,7 @@ impl Metrics {
             worker_busy,
             staging,
             staging_fallbacks,
+            memory_waits,
             uptime,
         }
     }
@@ -225,6 +236,11 @@ impl Metrics {
             self.staging_fallbacks
                 .with_label_values(&[backend])
                 .inc_by(u64::from(counts.fallbacks));
+        }
+        if counts.waits > 0 {
+            self.memory_waits
+                .with_label_values(&[backend])
+                .inc_by(u64::from(counts.waits));
         }
     }
 

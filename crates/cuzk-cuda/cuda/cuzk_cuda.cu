@@ -63,6 +63,16 @@ static size_t srs_elem(int sec)
 struct cuzk_cuda_ctx {
     int id;
     const gpu_t* gpu;
+    // A worker context (cuzk_cuda_ctx_new_worker) reads the resident SRS of
+    // its device's owner context; the owner's is null.
+    cuzk_cuda_ctx* owner = nullptr;
+    // This context's own stream for host-to-device copies of its buffers:
+    // sppark's kernels never use it, so one worker's uploads overlap
+    // another worker's kernels.
+    stream_t* upload = nullptr;
+    // Kernel-region timing (owner context): events recorded on the
+    // device's main stream when the device lock is taken and released.
+    cudaEvent_t span[2] = {nullptr, nullptr};
     // Owner of every buffer below (vram_limit, test hook).
     dalloc mem;
     // a | b | c, n scalars each; H coefficients end up in the first n.
@@ -90,6 +100,9 @@ struct cuzk_cuda_ctx {
         size_t elem = 0;
     } srs[SRS_SECTIONS];
 
+    // The resident SRS this context's MSMs read.
+    section* srs_sections() { return owner ? owner->srs : srs; }
+
     void free_srs()
     {
         gpu->select();
@@ -116,6 +129,10 @@ struct cuzk_cuda_ctx {
     {
         trim();
         free_srs();
+        delete upload;
+        for (auto& e : span)
+            if (e)
+                (void)cudaEventDestroy(e);
     }
 };
 
@@ -199,7 +216,7 @@ static RustError msm_resident(cuzk_cuda_ctx* ctx, int source, int sec,
     out->inf();
     if (sec < 0 || sec >= SRS_SECTIONS)
         return bad_arg("unknown SRS section");
-    const auto& s = ctx->srs[sec];
+    const auto& s = ctx->srs_sections()[sec];
     if (s.elem != sizeof(affine_T))
         return bad_arg("SRS section of another group");
     if (offset > s.npoints || npoints > s.npoints - offset)
@@ -310,6 +327,39 @@ RustError cuzk_cuda_ctx_new(size_t id, cuzk_cuda_ctx** out)
     ctx->id = (int)id;
     ctx->mem.device = (int)id;
     ctx->gpu = &gpu;
+    try {
+        ctx->upload = new stream_t((int)id);
+    } catch (...) {
+        delete ctx;
+        throw;
+    }
+    *out = ctx;
+    CUZK_CATCH
+}
+
+// A worker context on the owner's device: its own buffers, allocator and
+// upload stream; its resident MSMs read the owner's SRS. The owner must
+// outlive it.
+RustError cuzk_cuda_ctx_new_worker(cuzk_cuda_ctx* owner, cuzk_cuda_ctx** out)
+{
+    CUZK_TRY
+    *out = nullptr;
+    if (owner->owner)
+        return bad_arg("a worker context cannot own workers");
+    owner->gpu->select();
+    auto* ctx = new cuzk_cuda_ctx;
+    ctx->id = owner->id;
+    ctx->gpu = owner->gpu;
+    ctx->owner = owner;
+    ctx->mem.device = owner->id;
+    ctx->mem.limit = owner->mem.limit;
+    ctx->split_min = owner->split_min;
+    try {
+        ctx->upload = new stream_t(owner->id);
+    } catch (...) {
+        delete ctx;
+        throw;
+    }
     *out = ctx;
     CUZK_CATCH
 }
@@ -339,10 +389,38 @@ RustError cuzk_cuda_mem_room(cuzk_cuda_ctx* ctx, size_t* free_b, size_t* held)
 {
     CUZK_TRY
     ctx->gpu->select();
-    ctx->gpu->sync();
+    ctx->upload->sync();
     *free_b = ctx->mem.available();
     *held = ctx->abc.bytes() + ctx->aux.bytes() + ctx->picked.bytes() +
             ctx->words.bytes() + ctx->offsets.bytes() + ctx->split.bytes();
+    CUZK_CATCH
+}
+
+// Kernel-region timing: `begin` records an event on the device's main
+// stream (idle between calls: every entry point syncs before returning);
+// `end` records a second one, waits for it and writes the milliseconds
+// between the two as the GPU timed them.
+RustError cuzk_cuda_span_begin(cuzk_cuda_ctx* ctx)
+{
+    CUZK_TRY
+    ctx->gpu->select();
+    for (auto& e : ctx->span)
+        if (!e)
+            CUDA_OK(cudaEventCreate(&e));
+    CUDA_OK(cudaEventRecord(ctx->span[0], (cudaStream_t)*ctx->gpu));
+    CUZK_CATCH
+}
+
+RustError cuzk_cuda_span_end(cuzk_cuda_ctx* ctx, float* ms)
+{
+    CUZK_TRY
+    *ms = 0;
+    if (!ctx->span[0] || !ctx->span[1])
+        return bad_arg("span_end without span_begin");
+    ctx->gpu->select();
+    CUDA_OK(cudaEventRecord(ctx->span[1], (cudaStream_t)*ctx->gpu));
+    CUDA_OK(cudaEventSynchronize(ctx->span[1]));
+    CUDA_OK(cudaEventElapsedTime(ms, ctx->span[0], ctx->span[1]));
     CUZK_CATCH
 }
 
@@ -369,6 +447,8 @@ RustError cuzk_cuda_fail_next_allocs(cuzk_cuda_ctx* ctx, int count)
 RustError cuzk_cuda_srs_alloc(cuzk_cuda_ctx* ctx, int sec, size_t npoints)
 {
     CUZK_TRY
+    if (ctx->owner)
+        return bad_arg("the resident SRS belongs to the owner context");
     ctx->gpu->select();
     if (sec < 0 || sec >= SRS_SECTIONS)
         return bad_arg("unknown SRS section");
@@ -431,6 +511,8 @@ RustError cuzk_cuda_srs_tile(cuzk_cuda_ctx* ctx, int sec, const void* pattern,
 RustError cuzk_cuda_srs_free(cuzk_cuda_ctx* ctx)
 {
     CUZK_TRY
+    if (ctx->owner)
+        return bad_arg("the resident SRS belongs to the owner context");
     ctx->gpu->sync();
     ctx->free_srs();
     CUZK_CATCH
@@ -446,7 +528,8 @@ RustError cuzk_cuda_upload_aux(cuzk_cuda_ctx* ctx, const fr_t* aux, size_t len)
     ctx->picked_len = 0;
     ctx->aux.reserve(ctx->mem, len ? len : 1);
     if (len)
-        copy_to_device((cudaStream_t)gpu, ctx->aux.ptr, aux, len * sizeof(fr_t));
+        copy_to_device((cudaStream_t)*ctx->upload, ctx->aux.ptr, aux,
+                       len * sizeof(fr_t));
     ctx->aux_len = len;
     CUZK_CATCH
 }

@@ -88,7 +88,8 @@ RustError cuzk_cuda_abc_upload(cuzk_cuda_ctx* ctx, const fr_t* a,
     gpu.select();
     abc_reserve(ctx, len, lg_n);
     size_t n = (size_t)1 << lg_n;
-    const stream_t& s = gpu;
+    // The context's own stream: no sppark kernel waits behind these copies.
+    const stream_t& s = *ctx->upload;
     const fr_t* const h[3] = {a, b, c};
     {
         host_pin pa(a, len * sizeof(fr_t), s), pb(b, len * sizeof(fr_t), s),
@@ -211,11 +212,12 @@ RustError cuzk_cuda_h_upload(cuzk_cuda_ctx* ctx, const fr_t* h, size_t len,
     gpu.select();
     abc_reserve(ctx, len, lg_n, 1);
     size_t n = (size_t)1 << lg_n;
+    const stream_t& s = *ctx->upload;
     if (len)
-        copy_to_device((cudaStream_t)gpu, ctx->abc.ptr, h, len * sizeof(fr_t));
+        copy_to_device((cudaStream_t)s, ctx->abc.ptr, h, len * sizeof(fr_t));
     if (len < n)
-        gpu.bzero(ctx->abc.ptr + len, n - len);
-    gpu.sync();
+        s.bzero(ctx->abc.ptr + len, n - len);
+    s.sync();
     ctx->lg_n = lg_n;
     ctx->h_ready = true;
     CUZK_CATCH

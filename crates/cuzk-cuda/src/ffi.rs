@@ -101,6 +101,7 @@ extern "C" {
 }
 
 extern "C" {
+    fn cuzk_cuda_ctx_new_worker(owner: *mut RawCtx, out: *mut *mut RawCtx) -> sppark::Error;
     fn cuzk_cuda_h_prepare_a_only(
         ctx: *mut RawCtx,
         a: *const Scalar,
@@ -119,6 +120,8 @@ extern "C" {
     fn cuzk_cuda_mem_room(ctx: *mut RawCtx, free: *mut usize, held: *mut usize) -> sppark::Error;
     fn cuzk_cuda_set_vram_limit(ctx: *mut RawCtx, limit: usize) -> sppark::Error;
     fn cuzk_cuda_fail_next_allocs(ctx: *mut RawCtx, count: i32) -> sppark::Error;
+    fn cuzk_cuda_span_begin(ctx: *mut RawCtx) -> sppark::Error;
+    fn cuzk_cuda_span_end(ctx: *mut RawCtx, ms: *mut f32) -> sppark::Error;
     fn cuzk_cuda_set_split01(ctx: *mut RawCtx, min_points: usize) -> sppark::Error;
     fn cuzk_cuda_take_shape(
         ctx: *mut RawCtx,
@@ -222,7 +225,7 @@ pub(crate) fn mem_info(id: usize) -> Result<(u64, u64), CudaError> {
 /// One device's context. Not thread-safe: the backend keeps it in a Mutex.
 pub(crate) struct Ctx {
     raw: NonNull<RawCtx>,
-    /// Which SRS the resident sections hold, if any.
+    /// Which SRS the resident sections hold, if any (owner contexts).
     pub(crate) resident: Option<crate::resident::SrsKey>,
 }
 
@@ -251,6 +254,24 @@ impl Ctx {
             .ok_or_else(|| CudaError::Cuda("no context returned".into()))?;
         ctx.set_split01(true)?;
         Ok(ctx)
+    }
+
+    /// A worker context on `owner`'s device: its own buffers, allocator and
+    /// upload stream; its resident MSMs read `owner`'s SRS.
+    ///
+    /// # Safety
+    /// `owner` must outlive the worker (its SRS sections are read through a
+    /// pointer), and the worker's kernel calls must hold the owner's lock.
+    pub(crate) unsafe fn new_worker(owner: &mut Ctx) -> Result<Ctx, CudaError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: a live owner; writes one pointer.
+        check(unsafe { cuzk_cuda_ctx_new_worker(owner.raw.as_ptr(), &mut raw) })?;
+        NonNull::new(raw)
+            .map(|raw| Ctx {
+                raw,
+                resident: None,
+            })
+            .ok_or_else(|| CudaError::Cuda("no context returned".into()))
     }
 
     /// Frees the device buffers (allocated again when next needed).
@@ -306,6 +327,21 @@ impl Ctx {
         // SAFETY: a live context; two usizes written.
         check(unsafe { cuzk_cuda_mem_room(self.raw.as_ptr(), &mut free, &mut held) })?;
         Ok((free as u64, held as u64))
+    }
+
+    /// Records the start of a kernel region on the device's main stream.
+    pub(crate) fn span_begin(&mut self) -> Result<(), CudaError> {
+        // SAFETY: a live context.
+        check(unsafe { cuzk_cuda_span_begin(self.raw.as_ptr()) })
+    }
+
+    /// Ends the kernel region begun by [`Ctx::span_begin`]: its length in
+    /// milliseconds, from the two CUDA events.
+    pub(crate) fn span_end(&mut self) -> Result<f32, CudaError> {
+        let mut ms = 0f32;
+        // SAFETY: a live context; one f32 written.
+        check(unsafe { cuzk_cuda_span_end(self.raw.as_ptr(), &mut ms) })?;
+        Ok(ms)
     }
 
     /// `gpus.vram_limit` for this context's allocations (0: none).

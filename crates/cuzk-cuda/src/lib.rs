@@ -13,6 +13,8 @@
 
 mod backend;
 #[cfg(feature = "cuda")]
+mod device;
+#[cfg(feature = "cuda")]
 mod ffi;
 #[cfg(feature = "cuda")]
 mod resident;

@@ -57,7 +57,8 @@ pub fn srs_device_bytes(srs: &SrsRef<'_>) -> u64 {
 }
 
 /// Makes `srs` resident when `placement` asks for it and (for `Auto`) it
-/// fits beside a partition of domain `n` with `aux` variables; returns
+/// fits beside a partition of domain `n` with `aux` variables, and no
+/// partition (`users`) reads the resident one it would evict; returns
 /// whether the MSMs can use the resident points. Bytes uploaded are added
 /// to `uploaded`.
 pub(crate) fn ensure(
@@ -65,8 +66,8 @@ pub(crate) fn ensure(
     device: usize,
     srs: &SrsRef<'_>,
     placement: SrsPlacement,
-    n: usize,
-    aux: usize,
+    (n, aux): (usize, usize),
+    users: usize,
     uploaded: &mut u64,
 ) -> Result<bool, CudaError> {
     if placement == SrsPlacement::Never {
@@ -75,6 +76,11 @@ pub(crate) fn ensure(
     let key = SrsKey::of(srs);
     if ctx.resident.as_ref() == Some(&key) {
         return Ok(true);
+    }
+    if users > 0 {
+        // Another worker's partition is reading the resident SRS: this
+        // partition streams its points instead of evicting it.
+        return Ok(false);
     }
     // Evict the other SRS and the scratch buffers, then measure the room.
     ctx.srs_free()?;

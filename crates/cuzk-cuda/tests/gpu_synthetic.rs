@@ -10,69 +10,19 @@
 
 mod common;
 
-use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
+use cuzk_circuits::chain::Chain;
 use cuzk_cuda::{CudaBackend, CudaError, SrsPlacement, StagingTier};
 use cuzk_prover::backend::{ProverBackend, ProverError};
 use cuzk_prover::synthesize;
 use cuzk_prover::CpuBackend;
-use ff::{Field, PrimeField};
+use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-/// x_{i+1} = x_i² + i for `steps` steps, x_0 and the last value public,
-/// plus a boolean side variable per step (0/1 scalars, B density).
-#[derive(Clone)]
-struct Chain {
-    x: Option<Scalar>,
-    steps: usize,
-}
-
-impl Circuit<Scalar> for Chain {
-    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        let mut val = self.x;
-        let mut cur = cs.alloc_input(|| "x0", || val.ok_or(SynthesisError::AssignmentMissing))?;
-        for i in 0..self.steps {
-            let next_val = val.map(|v| v.square() + Scalar::from(i as u64));
-            let next = cs.alloc(
-                || format!("x{}", i + 1),
-                || next_val.ok_or(SynthesisError::AssignmentMissing),
-            )?;
-            cs.enforce(
-                || format!("step {i}"),
-                |lc| lc + cur,
-                |lc| lc + cur,
-                |lc| lc + next - (Scalar::from(i as u64), CS::one()),
-            );
-            let bit = val.map(|v| {
-                if v.is_odd().into() {
-                    Scalar::ONE
-                } else {
-                    Scalar::ZERO
-                }
-            });
-            let b = cs.alloc(
-                || format!("b{i}"),
-                || bit.ok_or(SynthesisError::AssignmentMissing),
-            )?;
-            cs.enforce(
-                || format!("bool {i}"),
-                |lc| lc + b,
-                |lc| lc + CS::one() - b,
-                |lc| lc,
-            );
-            cur = next;
-            val = next_val;
-        }
-        let out = cs.alloc_input(|| "out", || val.ok_or(SynthesisError::AssignmentMissing))?;
-        cs.enforce(|| "out", |lc| lc + cur, |lc| lc + CS::one(), |lc| lc + out);
-        Ok(())
-    }
-}
-
 /// `count` partitions of a chain just under 2^log constraints.
 fn check(gpu: &CudaBackend, log: u32, count: usize) {
-    let steps = (1usize << (log - 1)) - 4;
+    let steps = Chain::for_log(log, None).steps;
     let mut rng = ChaCha8Rng::seed_from_u64(u64::from(log));
     let t = std::time::Instant::now();
     let (srs, _) = cuzk_setup::generate(Chain { x: None, steps }, &mut rng).expect("parameters");
@@ -269,4 +219,78 @@ fn staging_tiers_fall_back_and_give_the_same_proof() {
     gpu.clone()
         .with_memory(None, cuzk_cuda::DEFAULT_VRAM_MARGIN)
         .expect("limit lifted");
+}
+
+/// Two workers on one device at once (each call takes its own context): an
+/// allocation failure injected into one worker's partition makes that
+/// partition fall back a tier and still give the CPU's proof, while every
+/// partition of the other worker takes the top tier and gives its own.
+#[test]
+fn an_injected_failure_in_one_worker_leaves_the_other_alone() {
+    let Some(gpu) = common::gpu() else { return };
+    let log = 18;
+    let mut rng = ChaCha8Rng::seed_from_u64(1818);
+    let (srs, _) = cuzk_setup::generate(Chain::for_log(log, None), &mut rng).expect("parameters");
+    let srs = srs.as_srs_ref();
+    let count = 6;
+    let witnesses: Vec<_> = (0..count)
+        .map(|_| {
+            synthesize(Chain::for_log(log, Some(Scalar::random(&mut rng))))
+                .expect("synthesis")
+                .witness
+        })
+        .collect();
+    let r: Vec<Scalar> = (0..count).map(|_| Scalar::random(&mut rng)).collect();
+    let s: Vec<Scalar> = (0..count).map(|_| Scalar::random(&mut rng)).collect();
+    let (cpu, _) = CpuBackend
+        .prove(&mut witnesses.clone(), &srs, &r, &s)
+        .expect("CPU proofs");
+    let expected: Vec<_> = cpu.iter().map(|p| p.to_bytes()).collect();
+
+    let gpu = CudaBackend::with_placement(gpu.device(), SrsPlacement::Always).expect("backend");
+    // Fresh buffers, so that each worker's first allocation is its a|b|c.
+    gpu.release_buffers().expect("release");
+    gpu.fail_next_allocs(1).expect("test hook");
+    let start = std::sync::Barrier::new(2);
+    let results: Vec<Vec<_>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..2)
+            .map(|t| {
+                let (gpu, srs, start) = (&gpu, &srs, &start);
+                let (witnesses, r, s) = (&witnesses, &r, &s);
+                sc.spawn(move || {
+                    start.wait();
+                    (t..count)
+                        .step_by(2)
+                        .map(|i| {
+                            let mut one = vec![witnesses[i].clone()];
+                            let (p, st) = gpu
+                                .prove(&mut one, srs, &r[i..=i], &s[i..=i])
+                                .unwrap_or_else(|e| panic!("worker {t}, partition {i}: {e}"));
+                            (t, i, p[0].to_bytes(), st.staging)
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("worker thread"))
+            .collect()
+    });
+    let mut faulted = Vec::new();
+    for (t, i, bytes, st) in results.into_iter().flatten() {
+        eprintln!("worker {t} partition {i}: {st:?}");
+        assert_eq!(bytes, expected[i], "worker {t}, partition {i}");
+        if st.fallbacks > 0 {
+            assert_eq!((st.a_only, st.fallbacks), (1, 1), "{st:?}");
+            faulted.push(t);
+        } else {
+            assert_eq!((st.all, st.a_only, st.none), (1, 0, 0), "{st:?}");
+        }
+    }
+    assert_eq!(faulted.len(), 1, "exactly one partition met the failure");
+    eprintln!(
+        "worker {} fell back once; the other's partitions all took the top tier",
+        faulted[0]
+    );
 }

@@ -109,6 +109,10 @@ pub struct StagingCounts {
     pub none: u32,
     /// Attempts that ran out of device memory and fell back a tier.
     pub fallbacks: u32,
+    /// Times a partition found no room even for the lowest tier (or ran out
+    /// in its MSM stage) and waited for other partitions on the device to
+    /// give memory back, instead of failing.
+    pub waits: u32,
 }
 
 impl StagingCounts {

@@ -79,6 +79,19 @@ impl CpuBackend {
     }
 }
 
+impl CpuBackend {
+    /// The MSM results of one partition (a, b and c are consumed): with
+    /// [`assemble`], proofs of this witness for any r and s, at the cost of
+    /// one proof. Test harnesses use it as a reference for many randomisers.
+    pub fn msm_results(
+        &self,
+        w: &mut PartitionWitness,
+        srs: &SrsRef<'_>,
+    ) -> Result<MsmResults, ProverError> {
+        self.partition(w, srs, &mut ProveStats::default(), &mut || {})
+    }
+}
+
 impl ProverBackend for CpuBackend {
     fn name(&self) -> String {
         "cpu".into()

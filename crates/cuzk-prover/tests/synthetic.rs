@@ -114,9 +114,16 @@ fn check_equal(steps: usize) {
         .map(|c| synthesize(c).unwrap().witness)
         .collect();
     let publics: Vec<Vec<Scalar>> = witnesses.iter().map(|w| w.input[1..].to_vec()).collect();
+    let kept = witnesses.clone();
     let (ours, stats) = CpuBackend
         .prove(&mut witnesses, &srs_ref(&params), &r, &s)
         .unwrap();
+    // The MSM results once, assembled with the same r and s: the same proofs.
+    for (i, mut w) in kept.into_iter().enumerate() {
+        let m = CpuBackend.msm_results(&mut w, &srs_ref(&params)).unwrap();
+        let again = cuzk_prover::proof::assemble(&srs_ref(&params), &m, r[i], s[i]).unwrap();
+        assert_eq!(again, ours[i], "{steps} steps: msm_results + assemble");
+    }
     if steps >= 40 {
         assert!(
             stats.shape.ones > 0 && stats.shape.zeros > 0,

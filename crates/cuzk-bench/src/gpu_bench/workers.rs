@@ -1,0 +1,182 @@
+//! `gpu-bench --workers N`: the whole CUDA backend (the engine's path, not
+//! the per-stage calls) proving one synthetic partition-shaped input again
+//! and again with N worker threads sharing the device, SRS resident.
+//!
+//! A feeder thread copies fresh a, b, c for every partition (the backend
+//! consumes them, as it consumes a synthesized witness), so the workers
+//! only prove. Reported per worker count: wall time per partition and the
+//! device's busy share: the growth of [`CudaBackend::gpu_busy`] (kernel
+//! regions timed by CUDA events) over the wall time of the timed
+//! partitions. Every proof must be the same (one witness, fixed r and s).
+
+use std::sync::mpsc::sync_channel;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use blstrs::Scalar;
+use cuzk_cuda::{CudaBackend, SrsPlacement};
+use cuzk_prover::backend::{ProverBackend, SrsRef, StagingCounts};
+use cuzk_prover::PartitionWitness;
+
+use super::imp::{host_srs, make_input, ms, par_fill, Input};
+
+/// a, b, c of one partition.
+type Abc = (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>);
+
+/// Copies in parallel (a witness at 2^27 is 17 GB).
+fn par_copy(v: &[Scalar]) -> Vec<Scalar> {
+    par_fill(v.len(), |i| v[i])
+}
+
+fn witness(inp: &Input, abc: Abc) -> PartitionWitness {
+    PartitionWitness {
+        a: abc.0,
+        b: abc.1,
+        c: abc.2,
+        input: inp.input.clone(),
+        aux: par_copy(&inp.aux),
+        a_aux_density: inp.a_aux.clone(),
+        b_input_density: inp.b_input.clone(),
+        b_aux_density: inp.b_aux.clone(),
+    }
+}
+
+pub(crate) fn run(
+    gpu: &CudaBackend,
+    lg_n: u32,
+    partitions: usize,
+    workers: &[usize],
+) -> Result<()> {
+    let t = Instant::now();
+    let inp = make_input(lg_n);
+    let host = host_srs(&inp);
+    let srs = SrsRef {
+        alpha_g1: inp.vk[0],
+        beta_g1: inp.vk[1],
+        beta_g2: inp.vk2[0],
+        delta_g1: inp.vk[2],
+        delta_g2: inp.vk2[1],
+        h: &host.g1[..inp.n() - 1],
+        l: &host.g1[..inp.aux.len()],
+        a: &host.g1[..inp.a_len()],
+        b_g1: &host.g1[..inp.b_len()],
+        b_g2: &host.g2[..inp.b_len()],
+    };
+    let gpu = CudaBackend::with_placement(gpu.device(), SrsPlacement::Always).context("backend")?;
+    let (r, s) = (&[Scalar::from(3u64)], &[Scalar::from(5u64)]);
+    let abc = || (par_copy(&inp.a), par_copy(&inp.b), par_copy(&inp.c));
+
+    // Warm-up (not timed): the SRS goes resident, buffers are allocated.
+    let tw = Instant::now();
+    let (first, _) = gpu.prove(&mut [witness(&inp, abc())], &srs, r, s)?;
+    let reference = first[0].to_bytes();
+    println!(
+        "gpu_bench_workers_setup log_domain={lg_n} input_ms={:.0} warmup_ms={:.0} \
+         note=\"SRS resident; one warm-up partition not timed\"",
+        ms(t) - ms(tw),
+        ms(tw)
+    );
+
+    for &w in workers {
+        let (tx, rx) = sync_channel::<Abc>(1);
+        let rx = Mutex::new(rx);
+        let results = Mutex::new(Vec::new());
+        let busy0 = gpu.gpu_busy()?;
+        let t = Instant::now();
+        std::thread::scope(|sc| {
+            // The sender moves into the feeder, so the channel closes (and
+            // the workers stop) when it is done.
+            let feeder = |tx: std::sync::mpsc::SyncSender<Abc>| {
+                for p in 0..partitions {
+                    let t = Instant::now();
+                    let next = abc();
+                    println!("gpu_bench_workers_feed partition={p} copy_ms={:.0}", ms(t));
+                    if tx.send(next).is_err() {
+                        break;
+                    }
+                }
+            };
+            sc.spawn(move || feeder(tx));
+            for worker in 0..w {
+                let (rx, results, inp, gpu, srs) = (&rx, &results, &inp, &gpu, &srs);
+                sc.spawn(move || {
+                    // Each worker keeps its aux and densities between
+                    // partitions (the backend does not consume them).
+                    let mut wit: Option<PartitionWitness> = None;
+                    loop {
+                        let tw = Instant::now();
+                        let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        let Ok(abc) = next else { break };
+                        let wait = ms(tw);
+                        let mut one = match wit.take() {
+                            Some(mut x) => {
+                                (x.a, x.b, x.c) = abc;
+                                x
+                            }
+                            None => witness(inp, abc),
+                        };
+                        let tp = Instant::now();
+                        let res = gpu.prove(std::slice::from_mut(&mut one), srs, r, s);
+                        if let Ok((_, st)) = &res {
+                            let d = |x: std::time::Duration| x.as_secs_f64() * 1e3;
+                            println!(
+                                "gpu_bench_workers_partition worker={worker} wait_ms={wait:.0} \
+                                 prove_ms={:.0} ntt_ms={:.0} h_ms={:.0} l_ms={:.0} a_ms={:.0} \
+                                 b_g1_ms={:.0} b_g2_ms={:.0} assembly_ms={:.0}",
+                                ms(tp),
+                                d(st.ntt),
+                                d(st.msm_h),
+                                d(st.msm_l),
+                                d(st.msm_a),
+                                d(st.msm_b_g1),
+                                d(st.msm_b_g2),
+                                d(st.assembly)
+                            );
+                        }
+                        wit = Some(one);
+                        let out = res.map(|(p, st)| (p[0].to_bytes(), st.staging));
+                        results.lock().unwrap_or_else(|p| p.into_inner()).push(out);
+                    }
+                });
+            }
+        });
+        let wall = ms(t);
+        let busy = (gpu.gpu_busy()? - busy0).as_secs_f64() * 1e3;
+        let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+        let mut tiers = StagingCounts::default();
+        let mut same = 0;
+        for r in &results {
+            match r {
+                Ok((bytes, st)) => {
+                    same += usize::from(*bytes == reference);
+                    tiers.all += st.all;
+                    tiers.a_only += st.a_only;
+                    tiers.none += st.none;
+                    tiers.fallbacks += st.fallbacks;
+                }
+                Err(e) => println!("gpu_bench_workers_error workers={w} error={e:?}"),
+            }
+        }
+        println!(
+            "gpu_bench_workers log_domain={lg_n} workers={w} partitions={partitions} wall_ms={wall:.0} \
+             per_partition_ms={:.1} gpu_busy_ms={busy:.0} busy_share={:.3} all={} a_only={} none={} \
+             fallbacks={} proofs_identical={same}/{partitions}",
+            wall / partitions as f64,
+            busy / wall,
+            tiers.all,
+            tiers.a_only,
+            tiers.none,
+            tiers.fallbacks
+        );
+        if same != partitions {
+            bail!(
+                "{w} workers: {} of {partitions} proofs differ or failed",
+                partitions - same
+            );
+        }
+    }
+    gpu.release_buffers()?;
+    gpu.release_srs()?;
+    Ok(())
+}

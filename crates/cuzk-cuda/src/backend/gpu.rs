@@ -1,0 +1,500 @@
+//! One partition on the device: the resident SRS found or uploaded (its
+//! readers counted apart from the device lock), the H stage at the staging
+//! tier the device's free memory allows (falling back a tier, or waiting for
+//! memory other partitions hold), then the L, A and B MSMs; uploads run on
+//! the worker context's own stream outside the device lock, kernels inside.
+
+use std::time::Instant;
+
+use blstrs::{G1Affine, G1Projective, Scalar};
+use cuzk_prover::backend::{check_srs, ProveStats, ProverError, SrsRef};
+use cuzk_prover::density::Density;
+use cuzk_prover::msm::{msm, G1, G2};
+use cuzk_prover::proof::{assemble, MsmResults, Proof};
+use cuzk_prover::synth::PartitionWitness;
+use ff::{Field, PrimeField};
+use group::Group;
+
+use cuzk_prover::ntt::{compute_h, Domain};
+
+use super::{CudaBackend, GPU_MIN_POINTS};
+use crate::device::{Device, KernelRegion, Wait};
+use crate::ffi::{Ctx, Section, Source};
+use crate::staging::{self, StagingTier};
+use crate::CudaError;
+
+pub(super) fn prove(
+    backend: &CudaBackend,
+    witnesses: &mut [PartitionWitness],
+    srs: &SrsRef<'_>,
+    r: &[Scalar],
+    s: &[Scalar],
+    abc_freed: &mut dyn FnMut(usize),
+) -> Result<(Vec<Proof>, ProveStats), ProverError> {
+    let mut stats = ProveStats::default();
+    let mut proofs = Vec::with_capacity(witnesses.len());
+    // This call's own context (buffers, upload stream); the device lock
+    // is taken only around kernel launches, so uploads, host work and
+    // the assembly below overlap other calls' kernels.
+    let mut worker = backend.dev.take_worker()?;
+    for (i, ((w, r), s)) in witnesses.iter_mut().zip(r).zip(s).enumerate() {
+        let flight = backend.dev.flight();
+        let m = partition(&mut worker, backend, w, srs, &mut stats, &mut || {
+            abc_freed(i)
+        })?;
+        if backend.dev.squeezed() {
+            // Another partition waits for device memory: give back the
+            // buffers this context would have kept.
+            worker.trim()?;
+        }
+        drop(flight);
+        let t = Instant::now();
+        proofs.push(assemble(srs, &m, *r, *s)?);
+        stats.assembly += t.elapsed();
+    }
+    Ok((proofs, stats))
+}
+
+/// A partition reading the resident SRS: the owner does not evict it
+/// until this is dropped.
+struct ResidentUse<'a> {
+    dev: &'a Device,
+    on: bool,
+}
+
+impl Drop for ResidentUse<'_> {
+    fn drop(&mut self) {
+        if self.on {
+            let mut st = self.dev.srs_state();
+            st.users = st.users.saturating_sub(1);
+        }
+    }
+}
+
+/// How long a partition waits in all for device memory that other
+/// partitions hold before it gives up with an out-of-memory error.
+const MEMORY_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// bellperson's domain for `len` evaluations: the next power of two
+/// (1 for none).
+fn domain(len: usize) -> Result<(usize, u32), ProverError> {
+    let n = len
+        .checked_next_power_of_two()
+        .filter(|n| n.trailing_zeros() <= Scalar::S)
+        .ok_or_else(|| ProverError::Input(format!("{len} constraints do not fit an NTT domain")))?;
+    Ok((n, n.trailing_zeros()))
+}
+
+/// 1/Z(g) = 1/(g^n − 1) on the coset of generator g = 7.
+fn z_inverse(n: usize) -> Result<Scalar, ProverError> {
+    let z = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([n as u64]) - Scalar::ONE;
+    Option::from(z.invert()).ok_or_else(|| ProverError::Input("Z(g) is zero".into()))
+}
+
+fn partition(
+    ctx: &mut Ctx,
+    backend: &CudaBackend,
+    w: &mut PartitionWitness,
+    srs: &SrsRef<'_>,
+    stats: &mut ProveStats,
+    abc_freed: &mut dyn FnMut(),
+) -> Result<MsmResults, ProverError> {
+    let (n, lg_n) = domain(w.a.len())?;
+    check_srs(w, srs, n)?;
+    for d in [&w.a_aux_density, &w.b_aux_density] {
+        if d.len() != w.aux.len() {
+            return Err(ProverError::Input(format!(
+                "density of {} bits for {} aux variables",
+                d.len(),
+                w.aux.len()
+            )));
+        }
+    }
+
+    let mut uploaded = 0;
+    let dev = &*backend.dev;
+    let mut retried = false;
+    let key = crate::resident::SrsKey::of(srs);
+    let fast = backend.placement != crate::SrsPlacement::Never && dev.use_resident(&key);
+    let res = loop {
+        if fast {
+            break true;
+        }
+        let made = {
+            // Another SRS (or none) on the device: the owner decides,
+            // under the device lock (it may evict and upload).
+            let mut owner = dev.lock();
+            let mut st = dev.srs_state();
+            let made = crate::resident::ensure(
+                &mut owner,
+                backend.device,
+                srs,
+                backend.placement,
+                (n, w.aux.len()),
+                st.users,
+                &mut uploaded,
+            );
+            st.key = owner.resident.clone();
+            if let Ok(true) = made {
+                st.users += 1;
+            }
+            made
+        };
+        match made {
+            Ok(res) => break res,
+            // Idle contexts' and this one's kept buffers make room for
+            // the SRS; if that is not enough, its points stream.
+            Err(CudaError::OutOfMemory(_)) if !retried => {
+                retried = true;
+                dev.trim_idle()?;
+                ctx.trim()?;
+            }
+            Err(CudaError::OutOfMemory(why)) => {
+                tracing::warn!(
+                    device = backend.device,
+                    %why,
+                    "no room for the SRS on the device; streaming its points"
+                );
+                break false;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let _reading = ResidentUse { dev, on: res };
+
+    // At the top tier with several workers, aux is on the device already
+    // and the device lock is still held for the MSM stage.
+    let (h, tier, mut region) = h_stage(ctx, backend, w, srs, res, (n, lg_n), stats)?;
+    w.a = Vec::new();
+    w.b = Vec::new();
+    w.c = Vec::new();
+    abc_freed();
+    // Below the top tier the A and B scalars are picked on the host and
+    // uploaded over aux (after L), so the MSM stage holds one vector.
+    let host_pick = (tier != StagingTier::All).then_some(&w.aux[..]);
+
+    // The MSM stage needs aux and scratch on the device: when it runs
+    // out of memory while other partitions hold some, it waits for
+    // them and runs again.
+    let deadline = Instant::now() + MEMORY_WAIT_LIMIT;
+    loop {
+        match msm_stage(ctx, backend, w, srs, res, host_pick, region.take(), stats) {
+            Ok(m) => return Ok(MsmResults { h, ..m }),
+            Err(CudaError::OutOfMemory(why)) => {
+                let _ = ctx.take_shape()?;
+                ctx.trim()?;
+                if Instant::now() >= deadline {
+                    return Err(CudaError::OutOfMemory(why).into());
+                }
+                match dev.wait_for_memory()? {
+                    Wait::Alone => return Err(CudaError::OutOfMemory(why).into()),
+                    Wait::Freed => {}
+                    Wait::Waited => stats.staging.waits += 1,
+                }
+                tracing::warn!(%why, "GPU MSM stage out of device memory; running it again");
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// L, A and B on the device (H is done): aux uploaded without the
+/// device lock, the MSMs under it; or, given the region the H stage
+/// held (`held`), aux is there already and the lock is kept. `h` of the
+/// result is left at zero.
+#[allow(clippy::too_many_arguments)]
+fn msm_stage(
+    ctx: &mut Ctx,
+    backend: &CudaBackend,
+    w: &PartitionWitness,
+    srs: &SrsRef<'_>,
+    res: bool,
+    host_pick: Option<&[Scalar]>,
+    held: Option<KernelRegion<'_>>,
+    stats: &mut ProveStats,
+) -> Result<MsmResults, CudaError> {
+    let t = Instant::now();
+    let _kernels = match held {
+        Some(k) => k,
+        None => {
+            // Without the device lock: the copy runs on this context's
+            // stream.
+            ctx.upload_aux(&w.aux)?;
+            backend.dev.kernels()?
+        }
+    };
+    let l = if srs.l.len() < GPU_MIN_POINTS {
+        msm::<G1>(srs.l, &w.aux, None).0
+    } else if res {
+        ctx.msm_g1_resident(Source::Aux, Section::L, 0, srs.l.len())?
+    } else {
+        ctx.msm_g1(Source::Aux, srs.l)?
+    };
+    stats.msm_l += t.elapsed();
+
+    let t = Instant::now();
+    let ni = w.input.len();
+    let (a_in, _) = msm::<G1>(&srs.a[..ni], &w.input, None);
+    let a_aux = if res && srs.a.len() - ni >= GPU_MIN_POINTS {
+        let src = picked(ctx, &w.a_aux_density, srs.a.len() - ni, host_pick)?;
+        ctx.msm_g1_resident(src, Section::A, ni, srs.a.len() - ni)?
+    } else {
+        pick_g1(ctx, &w.a_aux_density, &srs.a[ni..], &w.aux, host_pick)?
+    };
+    stats.msm_a += t.elapsed();
+
+    let t = Instant::now();
+    let bi = w.b_input_density.count();
+    let (b1_in, _) = msm::<G1>(&srs.b_g1[..bi], &w.input, Some(&w.b_input_density));
+    let b_on_gpu = srs.b_g1.len() - bi >= GPU_MIN_POINTS;
+    let mut b_src = Source::Picked;
+    let b1_aux = if b_on_gpu {
+        b_src = picked(ctx, &w.b_aux_density, srs.b_g1.len() - bi, host_pick)?;
+        if res {
+            ctx.msm_g1_resident(b_src, Section::BG1, bi, srs.b_g1.len() - bi)?
+        } else {
+            ctx.msm_g1(b_src, &srs.b_g1[bi..])?
+        }
+    } else {
+        msm::<G1>(&srs.b_g1[bi..], &w.aux, Some(&w.b_aux_density)).0
+    };
+    stats.msm_b_g1 += t.elapsed();
+
+    // B_G2 over the scalars picked for B_G1's aux part.
+    let t = Instant::now();
+    let (b2_in, _) = msm::<G2>(&srs.b_g2[..bi], &w.input, Some(&w.b_input_density));
+    let b2_aux = if b_on_gpu && res {
+        ctx.msm_g2_resident(b_src, bi, srs.b_g2.len() - bi)?
+    } else if b_on_gpu {
+        ctx.msm_g2(b_src, &srs.b_g2[bi..])?
+    } else {
+        msm::<G2>(&srs.b_g2[bi..], &w.aux, Some(&w.b_aux_density)).0
+    };
+    stats.msm_b_g2 += t.elapsed();
+    stats.shape += ctx.take_shape()?;
+    drop(_kernels);
+
+    Ok(MsmResults {
+        a: a_in + a_aux,
+        b_g1: b1_in + b1_aux,
+        b_g2: b2_in + b2_aux,
+        h: G1Projective::identity(),
+        l,
+    })
+}
+
+/// H on the device and its MSM, at the staging tier the device's room
+/// allows, falling back a tier when an allocation fails. a, b and c are
+/// still needed after a failure, so the caller frees them only after.
+fn h_stage<'d>(
+    ctx: &mut Ctx,
+    backend: &'d CudaBackend,
+    w: &mut PartitionWitness,
+    srs: &SrsRef<'_>,
+    resident: bool,
+    (n, lg_n): (usize, u32),
+    stats: &mut ProveStats,
+) -> Result<(G1Projective, StagingTier, Option<KernelRegion<'d>>), ProverError> {
+    let dev = &*backend.dev;
+    let aux = w.aux.len();
+    let deadline = Instant::now() + MEMORY_WAIT_LIMIT;
+    // Set once H is computed on the host (tier none): a then holds H's
+    // coefficients, so every later attempt stays at that tier.
+    let mut h_on_host = false;
+    'measure: loop {
+        let (free, held) = ctx.mem_room()?;
+        let room = free + held;
+        if room < StagingTier::None.need(n, aux) + backend.vram_margin && Instant::now() < deadline
+        {
+            // Not even the lowest tier fits: memory other partitions
+            // hold comes back, or this one tries its luck alone.
+            match dev.wait_for_memory()? {
+                Wait::Alone => {}
+                Wait::Freed => continue 'measure,
+                Wait::Waited => {
+                    stats.staging.waits += 1;
+                    continue 'measure;
+                }
+            }
+        }
+        dev.unsqueeze();
+        let chosen = if h_on_host {
+            StagingTier::None
+        } else {
+            staging::choose(room, backend.vram_margin, n, aux)
+        };
+        let mut tier = chosen;
+        loop {
+            let at = (tier, &mut h_on_host);
+            match h_at(dev, ctx, at, w, srs, resident, (n, lg_n), stats) {
+                Ok((h, region)) => {
+                    tracing::info!(
+                        target: "partition",
+                        device = backend.device,
+                        tier = tier.label(),
+                        chosen = chosen.label(),
+                        room,
+                        need = tier.need(n, aux),
+                        "GPU staging"
+                    );
+                    match tier {
+                        StagingTier::All => stats.staging.all += 1,
+                        StagingTier::AOnly => stats.staging.a_only += 1,
+                        StagingTier::None => stats.staging.none += 1,
+                    }
+                    if tier != StagingTier::All {
+                        // Give the a|b|c room back before aux and the MSMs.
+                        ctx.trim()?;
+                    }
+                    return Ok((h, tier, region));
+                }
+                Err(CudaError::OutOfMemory(why)) => {
+                    ctx.trim()?;
+                    if let Some(lower) = tier.lower() {
+                        tracing::warn!(
+                            device = backend.device,
+                            from = tier.label(),
+                            to = lower.label(),
+                            %why,
+                            "GPU allocation failed; falling back a staging tier"
+                        );
+                        stats.staging.fallbacks += 1;
+                        tier = lower;
+                        continue;
+                    }
+                    // The lowest tier failed too: wait for memory that
+                    // other partitions hold, then measure again.
+                    if Instant::now() >= deadline {
+                        return Err(CudaError::OutOfMemory(why).into());
+                    }
+                    match dev.wait_for_memory()? {
+                        Wait::Alone => return Err(CudaError::OutOfMemory(why).into()),
+                        Wait::Freed => {}
+                        Wait::Waited => stats.staging.waits += 1,
+                    }
+                    continue 'measure;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+/// One attempt of [`h_stage`] at `tier`.
+#[allow(clippy::too_many_arguments)]
+fn h_at<'d>(
+    dev: &'d Device,
+    ctx: &mut Ctx,
+    (tier, h_on_host): (StagingTier, &mut bool),
+    w: &mut PartitionWitness,
+    srs: &SrsRef<'_>,
+    resident: bool,
+    (n, lg_n): (usize, u32),
+    stats: &mut ProveStats,
+) -> Result<(G1Projective, Option<KernelRegion<'d>>), CudaError> {
+    let t = Instant::now();
+    let several = tier == StagingTier::All && dev.workers_made() > 1;
+    let kernels = match tier {
+        // Several calls on the device: a, b, c and aux copied on this
+        // context's stream first, without the device lock, so the
+        // copies overlap another call's kernels; then the whole
+        // partition's kernels in one region (kept for the MSM stage).
+        StagingTier::All if several => {
+            ctx.upload_abc(&w.a, &w.b, &w.c, lg_n)?;
+            ctx.upload_aux(&w.aux)?;
+            let k = dev.kernels()?;
+            ctx.h_compute(lg_n, &z_inv(n)?)?;
+            k
+        }
+        // The only call on the device: copies overlapping the NTTs.
+        StagingTier::All => {
+            let k = dev.kernels()?;
+            ctx.h_prepare(&w.a, &w.b, &w.c, lg_n, &z_inv(n)?)?;
+            k
+        }
+        StagingTier::AOnly => {
+            let k = dev.kernels()?;
+            ctx.h_prepare_a_only(&w.a, &w.b, &w.c, lg_n, &z_inv(n)?)?;
+            k
+        }
+        StagingTier::None => {
+            // H on the host (the CPU backend's NTT): a becomes H.
+            if !*h_on_host {
+                let domain = Domain::new(lg_n).map_err(|e| CudaError::Input(e.to_string()))?;
+                compute_h(&domain, &mut w.a, &mut w.b, &mut w.c);
+                w.a.truncate(n.saturating_sub(1));
+                *h_on_host = true;
+            }
+            ctx.h_upload(&w.a, lg_n)?;
+            dev.kernels()?
+        }
+    };
+    stats.ntt += t.elapsed();
+    let t = Instant::now();
+    let h = if n > 1 && resident {
+        ctx.msm_g1_resident(Source::H, Section::H, 0, srs.h.len())?
+    } else if n > 1 {
+        ctx.msm_g1(Source::H, srs.h)?
+    } else {
+        G1Projective::identity()
+    };
+    stats.msm_h += t.elapsed();
+    Ok((h, several.then_some(kernels)))
+}
+
+fn z_inv(n: usize) -> Result<Scalar, CudaError> {
+    z_inverse(n).map_err(|e| CudaError::Input(e.to_string()))
+}
+
+/// Σ over the aux variables set in `density` in G1: picked and summed
+/// on the GPU, or on the CPU when small.
+fn pick_g1(
+    ctx: &mut Ctx,
+    density: &Density,
+    points: &[G1Affine],
+    aux: &[Scalar],
+    host_pick: Option<&[Scalar]>,
+) -> Result<G1Projective, CudaError> {
+    if points.len() < GPU_MIN_POINTS {
+        return Ok(msm::<G1>(points, aux, Some(density)).0);
+    }
+    let src = picked(ctx, density, points.len(), host_pick)?;
+    ctx.msm_g1(src, points)
+}
+
+/// Puts the aux scalars of `density` on the device and says where:
+/// picked on the device ([`Source::Picked`], a second buffer), or, given
+/// the host's aux (`host_pick`), picked on the host and uploaded over
+/// the aux buffer ([`Source::Aux`]; aux itself is no longer there).
+fn picked(
+    ctx: &mut Ctx,
+    density: &Density,
+    npoints: usize,
+    host_pick: Option<&[Scalar]>,
+) -> Result<Source, CudaError> {
+    let (count, src) = match host_pick {
+        None => (ctx.pick(density.words(), density.len())?, Source::Picked),
+        Some(aux) => {
+            if density.len() != aux.len() {
+                return Err(CudaError::Input(format!(
+                    "density of {} bits for {} aux variables",
+                    density.len(),
+                    aux.len()
+                )));
+            }
+            let chosen: Vec<Scalar> = aux
+                .iter()
+                .zip(density.iter())
+                .filter_map(|(s, set)| set.then_some(*s))
+                .collect();
+            ctx.upload_aux(&chosen)?;
+            (chosen.len(), Source::Aux)
+        }
+    };
+    if count != npoints {
+        return Err(CudaError::Input(format!(
+            "{count} variables in the density for {npoints} points"
+        )));
+    }
+    Ok(src)
+}

@@ -1,0 +1,284 @@
+//! One CUDA device's contexts: the owner (the resident SRS; its lock is the
+//! device lock, held for every region that launches kernels, since sppark's
+//! streams and MSM counters are per device) and the worker contexts, one
+//! per partition in flight, each with its own buffers, allocator and upload
+//! stream. A worker uploads its witness without the device lock, so one
+//! partition's copies overlap another's kernels.
+//!
+//! Also here: the time the device lock is held for kernels, measured with
+//! CUDA events ([`Device::kernels`], [`Device::busy`]), and waiting for
+//! device memory that other partitions hold ([`Device::wait_for_memory`]):
+//! a partition for which not even the lowest staging tier fits asks the
+//! others to give their kept buffers back and waits for one of them to end
+//! a partition, instead of failing.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::ffi::Ctx;
+use crate::resident::SrsKey;
+use crate::CudaError;
+
+pub(crate) struct Device {
+    // Declared before `owner`, so dropped first: workers read its SRS.
+    idle: Mutex<Vec<Ctx>>,
+    made: AtomicUsize,
+    /// Test hook: allocation failures for the next worker taken.
+    pending_failures: AtomicU32,
+    /// Nanoseconds of kernel regions, timed by CUDA events.
+    busy_ns: AtomicU64,
+    /// Partitions in flight on this device, and a signal when one ends.
+    flights: Mutex<usize>,
+    ended: Condvar,
+    /// Set by a partition waiting for memory: others give their kept
+    /// buffers back at the end of their partition.
+    squeeze: AtomicBool,
+    /// Which SRS is resident and how many partitions read it, apart from
+    /// the device lock so that a partition finds its SRS without waiting
+    /// for another's kernels (lock order: the device lock, then this).
+    srs: Mutex<SrsState>,
+    owner: Mutex<Ctx>,
+}
+
+/// See [`Device::srs`].
+#[derive(Default)]
+pub(crate) struct SrsState {
+    /// The SRS the owner's sections hold (None: unknown, ask the owner).
+    pub(crate) key: Option<SrsKey>,
+    /// Partitions in flight reading it: it is not evicted while any do.
+    pub(crate) users: usize,
+}
+
+/// What [`Device::wait_for_memory`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Idle contexts gave memory back: measure again at once.
+    Freed,
+    /// Waited for another partition on the device to end.
+    Waited,
+    /// No other partition is in flight: waiting would not help.
+    Alone,
+}
+
+/// How long one wait for another partition lasts at most.
+const WAIT_STEP: Duration = Duration::from_secs(2);
+
+impl Device {
+    pub(crate) fn new(device: usize) -> Result<Device, CudaError> {
+        Ok(Device {
+            idle: Mutex::new(Vec::new()),
+            made: AtomicUsize::new(0),
+            pending_failures: AtomicU32::new(0),
+            busy_ns: AtomicU64::new(0),
+            flights: Mutex::new(0),
+            ended: Condvar::new(),
+            squeeze: AtomicBool::new(false),
+            srs: Mutex::new(SrsState::default()),
+            owner: Mutex::new(Ctx::new(device)?),
+        })
+    }
+
+    /// The device lock and the owner context. A poisoned lock only means
+    /// another prove panicked: the contexts hold scratch buffers, rewritten
+    /// by every call.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Ctx> {
+        self.owner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The resident-SRS bookkeeping (see [`SrsState`]).
+    pub(crate) fn srs_state(&self) -> MutexGuard<'_, SrsState> {
+        self.srs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts one more reader of the resident SRS if it is `key`, without
+    /// the device lock; false when it is not (then ask the owner).
+    pub(crate) fn use_resident(&self, key: &SrsKey) -> bool {
+        let mut st = self.srs_state();
+        if st.key.as_ref() == Some(key) {
+            st.users += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The device lock for a region that launches kernels; the region's
+    /// length, timed by CUDA events on the device's main stream, is added
+    /// to [`Device::busy`] when the guard drops.
+    pub(crate) fn kernels(&self) -> Result<KernelRegion<'_>, CudaError> {
+        let mut owner = self.lock();
+        owner.span_begin()?;
+        Ok(KernelRegion { dev: self, owner })
+    }
+
+    /// Total length of the kernel regions on this device so far.
+    pub(crate) fn busy(&self) -> Duration {
+        Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed))
+    }
+
+    /// Marks one partition in flight until the guard drops.
+    pub(crate) fn flight(&self) -> Flight<'_> {
+        *self.flights.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        Flight { dev: self }
+    }
+
+    /// Whether a waiting partition asked the others to give memory back.
+    pub(crate) fn squeezed(&self) -> bool {
+        self.squeeze.load(Ordering::Relaxed)
+    }
+
+    /// Called by a partition that found room again.
+    pub(crate) fn unsqueeze(&self) {
+        self.squeeze.store(false, Ordering::Relaxed);
+    }
+
+    /// A partition lacks device memory even for the lowest tier: idle
+    /// contexts free their buffers; if they held none and other partitions
+    /// are in flight, asks those to free theirs when they end a partition
+    /// and waits (at most [`WAIT_STEP`]) for one to end.
+    pub(crate) fn wait_for_memory(&self) -> Result<Wait, CudaError> {
+        if self.trim_idle()? {
+            return Ok(Wait::Freed);
+        }
+        let flights = self.flights.lock().unwrap_or_else(|p| p.into_inner());
+        if *flights <= 1 {
+            return Ok(Wait::Alone);
+        }
+        self.squeeze.store(true, Ordering::Relaxed);
+        let _ = self
+            .ended
+            .wait_timeout(flights, WAIT_STEP)
+            .unwrap_or_else(|p| p.into_inner());
+        Ok(Wait::Waited)
+    }
+
+    /// Frees the buffers idle worker contexts keep; whether they held any.
+    pub(crate) fn trim_idle(&self) -> Result<bool, CudaError> {
+        let mut freed = false;
+        for c in self.idle().iter_mut() {
+            let (_, held) = c.mem_room()?;
+            if held > 0 {
+                c.trim()?;
+                freed = true;
+            }
+        }
+        Ok(freed)
+    }
+
+    fn idle(&self) -> MutexGuard<'_, Vec<Ctx>> {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A worker context for one call: an idle one, or a new one.
+    pub(crate) fn take_worker(&self) -> Result<Worker<'_>, CudaError> {
+        let found = self.idle().pop();
+        let mut ctx = match found {
+            Some(c) => c,
+            None => {
+                let mut owner = self.lock();
+                // SAFETY: the owner is a field of self, dropped after every
+                // worker (field order; workers in use borrow self); worker
+                // kernel calls take self.lock() (see backend.rs).
+                let c = unsafe { Ctx::new_worker(&mut owner)? };
+                self.made.fetch_add(1, Ordering::Relaxed);
+                c
+            }
+        };
+        let fail = self.pending_failures.swap(0, Ordering::Relaxed);
+        if fail > 0 {
+            ctx.fail_next_allocs(fail)?;
+        }
+        Ok(Worker {
+            dev: self,
+            ctx: Some(ctx),
+        })
+    }
+
+    /// Worker contexts made so far (at most the partitions ever in flight
+    /// at once on this device).
+    pub(crate) fn workers_made(&self) -> usize {
+        self.made.load(Ordering::Relaxed)
+    }
+
+    /// The next worker taken fails its next `count` allocations.
+    pub(crate) fn fail_next_allocs(&self, count: u32) {
+        self.pending_failures.store(count, Ordering::Relaxed);
+    }
+
+    /// Runs `f` on the owner and every idle worker (not on workers in use).
+    pub(crate) fn for_each_ctx(
+        &self,
+        mut f: impl FnMut(&mut Ctx) -> Result<(), CudaError>,
+    ) -> Result<(), CudaError> {
+        f(&mut self.lock())?;
+        for c in self.idle().iter_mut() {
+            f(c)?;
+        }
+        Ok(())
+    }
+}
+
+/// The device lock held for kernels (see [`Device::kernels`]).
+pub(crate) struct KernelRegion<'a> {
+    dev: &'a Device,
+    owner: MutexGuard<'a, Ctx>,
+}
+
+impl Drop for KernelRegion<'_> {
+    fn drop(&mut self) {
+        match self.owner.span_end() {
+            Ok(ms) => {
+                let ns = (f64::from(ms) * 1e6) as u64;
+                self.dev.busy_ns.fetch_add(ns, Ordering::Relaxed);
+            }
+            Err(e) => tracing::warn!(%e, "timing a kernel region failed"),
+        }
+    }
+}
+
+/// One partition in flight on a device (see [`Device::flight`]).
+pub(crate) struct Flight<'a> {
+    dev: &'a Device,
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        let mut f = self.dev.flights.lock().unwrap_or_else(|p| p.into_inner());
+        *f = f.saturating_sub(1);
+        self.dev.ended.notify_all();
+    }
+}
+
+/// A worker context taken for one call; back to the idle list on drop.
+pub(crate) struct Worker<'a> {
+    dev: &'a Device,
+    ctx: Option<Ctx>,
+}
+
+impl std::ops::Deref for Worker<'_> {
+    type Target = Ctx;
+    fn deref(&self) -> &Ctx {
+        self.ctx
+            .as_ref()
+            .expect("a worker holds its context until dropped")
+    }
+}
+
+impl std::ops::DerefMut for Worker<'_> {
+    fn deref_mut(&mut self) -> &mut Ctx {
+        self.ctx
+            .as_mut()
+            .expect("a worker holds its context until dropped")
+    }
+}
+
+impl Drop for Worker<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.ctx.take() {
+            self.dev.idle().push(c);
+            // A partition waiting for memory can now free this one's.
+            self.dev.ended.notify_all();
+        }
+    }
+}
