@@ -229,6 +229,21 @@ pub(crate) mod imp {
         pub(crate) fn b_len(&self) -> usize {
             self.b_input.count() + self.b_aux.count()
         }
+        /// The SRS's verifying-key points, no query points.
+        pub(crate) fn vk_ref(&self) -> SrsRef<'static> {
+            SrsRef {
+                alpha_g1: self.vk[0],
+                beta_g1: self.vk[1],
+                beta_g2: self.vk2[0],
+                delta_g1: self.vk[2],
+                delta_g2: self.vk2[1],
+                h: &[],
+                l: &[],
+                a: &[],
+                b_g1: &[],
+                b_g2: &[],
+            }
+        }
         pub(crate) fn n(&self) -> usize {
             1 << self.lg_n
         }
@@ -566,18 +581,7 @@ pub(crate) mod imp {
             h,
             l,
         };
-        let srs = SrsRef {
-            alpha_g1: inp.vk[0],
-            beta_g1: inp.vk[1],
-            beta_g2: inp.vk2[0],
-            delta_g1: inp.vk[2],
-            delta_g2: inp.vk2[1],
-            h: &[],
-            l: &[],
-            a: &[],
-            b_g1: &[],
-            b_g2: &[],
-        };
+        let srs = inp.vk_ref();
         let proof = assemble(&srs, &m, Scalar::from(3u64), Scalar::from(5u64))?;
         s.push(("inputs_assembly", ms(t)));
         Ok((s, bytes, proof.to_bytes()))

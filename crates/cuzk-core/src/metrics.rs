@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use prometheus::{
-    CounterVec, Encoder, Gauge, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    CounterVec, Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec,
+    Opts, Registry, TextEncoder,
 };
 
 use crate::job::{JobStatus, JobTimings};
@@ -28,6 +28,7 @@ pub struct Metrics {
     staging: IntCounterVec,
     staging_fallbacks: IntCounterVec,
     memory_waits: IntCounterVec,
+    device_busy: GaugeVec,
     uptime: Gauge,
 }
 
@@ -139,6 +140,15 @@ impl Metrics {
             &["backend"],
         )
         .expect("valid metric");
+        let device_busy = GaugeVec::new(
+            Opts::new(
+                "cuzk_gpu_busy_seconds",
+                "Seconds a GPU has spent in this daemon's kernel regions since start \
+                 (CUDA events; its rate is the busy share)",
+            ),
+            &["backend"],
+        )
+        .expect("valid metric");
         let uptime = Gauge::new("cuzk_uptime_seconds", "Seconds since the engine started")
             .expect("valid metric");
         for c in [
@@ -155,6 +165,7 @@ impl Metrics {
             Box::new(staging.clone()),
             Box::new(staging_fallbacks.clone()),
             Box::new(memory_waits.clone()),
+            Box::new(device_busy.clone()),
             Box::new(uptime.clone()),
         ] {
             registry.register(c).expect("metric names are unique");
@@ -179,6 +190,7 @@ impl Metrics {
             staging,
             staging_fallbacks,
             memory_waits,
+            device_busy,
             uptime,
         }
     }
@@ -272,6 +284,13 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition of every metric.
+    /// The time a backend's device has spent in kernel regions so far.
+    pub fn device_busy(&self, backend: &str, busy: Duration) {
+        self.device_busy
+            .with_label_values(&[backend])
+            .set(busy.as_secs_f64());
+    }
+
     pub fn render(&self, uptime: Duration) -> String {
         self.uptime.set(uptime.as_secs_f64());
         let mut buf = Vec::new();
@@ -285,5 +304,42 @@ impl Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Metrics::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuzk_prover::backend::StagingCounts;
+
+    #[test]
+    fn gpu_staging_waits_and_busy_time_are_exported() {
+        let m = Metrics::new();
+        let counts = StagingCounts {
+            all: 2,
+            a_only: 1,
+            none: 0,
+            fallbacks: 1,
+            waits: 3,
+        };
+        m.staging("cuda:0", &counts);
+        m.device_busy("cuda:0", Duration::from_millis(1500));
+        let text = m.render(Duration::from_secs(1));
+        for line in [
+            r#"cuzk_gpu_staging_partitions_total{backend="cuda:0",tier="all"} 2"#,
+            r#"cuzk_gpu_staging_partitions_total{backend="cuda:0",tier="a_only"} 1"#,
+            r#"cuzk_gpu_staging_fallbacks_total{backend="cuda:0"} 1"#,
+            r#"cuzk_gpu_memory_waits_total{backend="cuda:0"} 3"#,
+            r#"cuzk_gpu_busy_seconds{backend="cuda:0"} 1.5"#,
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in:\n{text}"
+            );
+        }
+        assert!(
+            !text.contains(r#"tier="none""#),
+            "a tier never used is not exported"
+        );
     }
 }

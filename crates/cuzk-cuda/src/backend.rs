@@ -247,6 +247,7 @@ impl ProverBackend for CudaBackend {
                 .unwrap_or_else(|e| format!("unknown ({e})")),
             memory_total,
             memory_free,
+            busy: self.gpu_busy().ok(),
         })
     }
 

@@ -146,6 +146,10 @@ pub struct DeviceInfo {
     pub name: String,
     pub memory_total: u64,
     pub memory_free: u64,
+    /// Time the device has spent running this process's kernel regions so
+    /// far (CUDA events), if the backend measures it; its rate over time
+    /// is the device's busy share.
+    pub busy: Option<std::time::Duration>,
 }
 
 /// Turns partition witnesses into Groth16 proofs.

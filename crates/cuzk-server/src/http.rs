@@ -34,6 +34,9 @@ pub struct DeviceJson {
     pub name: String,
     pub memory_total_bytes: u64,
     pub memory_free_bytes: u64,
+    /// Seconds in kernel regions since the daemon started (GPU backends).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_seconds: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -118,6 +121,7 @@ impl From<&EngineStatus> for StatusJson {
                         name: d.name.clone(),
                         memory_total_bytes: d.memory_total,
                         memory_free_bytes: d.memory_free,
+                        busy_seconds: d.busy.map(|b| b.as_secs_f64()),
                     })
                 })
                 .collect(),

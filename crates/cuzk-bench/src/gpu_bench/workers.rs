@@ -52,16 +52,12 @@ pub(crate) fn run(
     let inp = make_input(lg_n);
     let host = host_srs(&inp);
     let srs = SrsRef {
-        alpha_g1: inp.vk[0],
-        beta_g1: inp.vk[1],
-        beta_g2: inp.vk2[0],
-        delta_g1: inp.vk[2],
-        delta_g2: inp.vk2[1],
         h: &host.g1[..inp.n() - 1],
         l: &host.g1[..inp.aux.len()],
         a: &host.g1[..inp.a_len()],
         b_g1: &host.g1[..inp.b_len()],
         b_g2: &host.g2[..inp.b_len()],
+        ..inp.vk_ref()
     };
     let gpu = CudaBackend::with_placement(gpu.device(), SrsPlacement::Always).context("backend")?;
     let (r, s) = (&[Scalar::from(3u64)], &[Scalar::from(5u64)]);

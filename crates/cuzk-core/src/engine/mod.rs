@@ -504,6 +504,11 @@ impl Engine {
             .metrics
             .partitions("ready", s.ready_partitions as usize);
         self.inner.metrics.budget(s.budget_used, s.budget_limit);
+        for (d, b) in s.devices.iter().zip(&s.backends) {
+            if let Some(busy) = d.as_ref().and_then(|d| d.busy) {
+                self.inner.metrics.device_busy(b, busy);
+            }
+        }
         self.inner.metrics.render(s.uptime)
     }
 

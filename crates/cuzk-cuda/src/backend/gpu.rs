@@ -183,15 +183,8 @@ fn partition(
             Err(CudaError::OutOfMemory(why)) => {
                 let _ = ctx.take_shape()?;
                 ctx.trim()?;
-                if Instant::now() >= deadline {
-                    return Err(CudaError::OutOfMemory(why).into());
-                }
-                match dev.wait_for_memory()? {
-                    Wait::Alone => return Err(CudaError::OutOfMemory(why).into()),
-                    Wait::Freed => {}
-                    Wait::Waited => stats.staging.waits += 1,
-                }
-                tracing::warn!(%why, "GPU MSM stage out of device memory; running it again");
+                tracing::warn!(%why, "GPU MSM stage out of device memory; waiting to run it again");
+                wait_or_fail(dev, why, deadline, stats)?;
             }
             Err(e) => return Err(e.into()),
         }
@@ -364,14 +357,7 @@ fn h_stage<'d>(
                     }
                     // The lowest tier failed too: wait for memory that
                     // other partitions hold, then measure again.
-                    if Instant::now() >= deadline {
-                        return Err(CudaError::OutOfMemory(why).into());
-                    }
-                    match dev.wait_for_memory()? {
-                        Wait::Alone => return Err(CudaError::OutOfMemory(why).into()),
-                        Wait::Freed => {}
-                        Wait::Waited => stats.staging.waits += 1,
-                    }
+                    wait_or_fail(dev, why, deadline, stats)?;
                     continue 'measure;
                 }
                 Err(e) => return Err(e.into()),
@@ -440,6 +426,28 @@ fn h_at<'d>(
     };
     stats.msm_h += t.elapsed();
     Ok((h, several.then_some(kernels)))
+}
+
+/// After running out of device memory (`why`): waits for memory that other
+/// partitions on the device hold, or gives the error back when this
+/// partition is alone on the device or `deadline` has passed.
+fn wait_or_fail(
+    dev: &Device,
+    why: String,
+    deadline: Instant,
+    stats: &mut ProveStats,
+) -> Result<(), CudaError> {
+    if Instant::now() >= deadline {
+        return Err(CudaError::OutOfMemory(why));
+    }
+    match dev.wait_for_memory()? {
+        Wait::Alone => Err(CudaError::OutOfMemory(why)),
+        Wait::Freed => Ok(()),
+        Wait::Waited => {
+            stats.staging.waits += 1;
+            Ok(())
+        }
+    }
 }
 
 fn z_inv(n: usize) -> Result<Scalar, CudaError> {
