@@ -49,6 +49,9 @@ pub struct Opts {
     pub device: usize,
     pub overlap: bool,
     pub split01: Split01,
+    /// `--workers` runs: threads copying each partition's a, b, c (0: one
+    /// per core).
+    pub feed_threads: usize,
 }
 
 /// Parses `A..B` (inclusive) or `A`.
@@ -98,7 +101,7 @@ pub fn run(range: (u32, u32), opts: Opts, workers: &[usize]) -> Result<()> {
         if workers.is_empty() {
             imp::one_size(&gpu, k, opts)?;
         } else {
-            workers::run(&gpu, k, opts.partitions, workers)?;
+            workers::run(&gpu, k, opts.partitions, workers, opts.feed_threads)?;
         }
     }
     Ok(())
@@ -144,9 +147,21 @@ pub(crate) mod imp {
         len: usize,
         f: impl Fn(usize) -> T + Sync,
     ) -> Vec<T> {
+        par_fill_with(0, len, f)
+    }
+
+    /// [`par_fill`] on `threads` threads (0: one per core).
+    pub(crate) fn par_fill_with<T: Copy + Send + Sync>(
+        threads: usize,
+        len: usize,
+        f: impl Fn(usize) -> T + Sync,
+    ) -> Vec<T> {
         let mut v: Vec<T> = Vec::with_capacity(len);
         huge_pages(v.as_mut_ptr().cast(), len * std::mem::size_of::<T>());
-        let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+        let threads = match threads {
+            0 => std::thread::available_parallelism().map_or(4, |n| n.get()),
+            t => t,
+        };
         let chunk = len.div_ceil(threads).max(1);
         std::thread::scope(|s| {
             for (c, part) in v.spare_capacity_mut()[..len].chunks_mut(chunk).enumerate() {
@@ -611,6 +626,7 @@ mod tests {
             device: 0,
             overlap: false,
             split01: super::Split01::Both,
+            feed_threads: 0,
         };
         let e = super::run((20, 20), opts, &[]).expect_err("no CUDA backend is built");
         assert!(e.to_string().contains("--features cuda"), "{e}");

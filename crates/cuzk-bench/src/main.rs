@@ -225,6 +225,10 @@ enum Command {
         /// `1,2`), SRS resident: time per partition and GPU busy share.
         #[arg(long, value_delimiter = ',')]
         workers: Vec<usize>,
+        /// With `--workers`: threads copying each partition's a, b, c
+        /// (0: one per core).
+        #[arg(long, default_value_t = 0)]
+        feed_threads: usize,
     },
     /// Several GPU workers on one device under a VRAM limit: synthetic
     /// chain partitions plus the four 2 KiB kinds, each proof compared with
@@ -397,6 +401,7 @@ fn main() -> Result<()> {
             overlap,
             split01,
             workers,
+            feed_threads,
         } => gpu_bench::run(
             log_domain,
             gpu_bench::Opts {
@@ -405,6 +410,7 @@ fn main() -> Result<()> {
                 device,
                 overlap,
                 split01,
+                feed_threads,
             },
             &workers,
         ),

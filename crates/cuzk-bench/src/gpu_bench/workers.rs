@@ -2,9 +2,9 @@
 //! the per-stage calls) proving one synthetic partition-shaped input again
 //! and again with N worker threads sharing the device, SRS resident.
 //!
-//! A feeder thread copies fresh a, b, c for every partition (the backend
-//! consumes them, as it consumes a synthesized witness), so the workers
-//! only prove. Reported per worker count: wall time per partition and the
+//! A feeder thread copies fresh a, b, c for every partition on
+//! `--feed-threads` threads (the backend consumes them, as it consumes a
+//! synthesized witness), so the workers only prove. Reported per worker count: wall time per partition and the
 //! device's busy share: the growth of [`CudaBackend::gpu_busy`] (kernel
 //! regions timed by CUDA events) over the wall time of the timed
 //! partitions. Every proof must be the same (one witness, fixed r and s).
@@ -19,7 +19,7 @@ use cuzk_cuda::{CudaBackend, SrsPlacement};
 use cuzk_prover::backend::{ProverBackend, SrsRef, StagingCounts};
 use cuzk_prover::PartitionWitness;
 
-use super::imp::{host_srs, make_input, ms, par_fill, Input};
+use super::imp::{host_srs, make_input, ms, par_fill, par_fill_with, Input};
 
 /// a, b, c of one partition.
 type Abc = (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>);
@@ -47,6 +47,7 @@ pub(crate) fn run(
     lg_n: u32,
     partitions: usize,
     workers: &[usize],
+    feed_threads: usize,
 ) -> Result<()> {
     let t = Instant::now();
     let inp = make_input(lg_n);
@@ -61,7 +62,8 @@ pub(crate) fn run(
     };
     let gpu = CudaBackend::with_placement(gpu.device(), SrsPlacement::Always).context("backend")?;
     let (r, s) = (&[Scalar::from(3u64)], &[Scalar::from(5u64)]);
-    let abc = || (par_copy(&inp.a), par_copy(&inp.b), par_copy(&inp.c));
+    let feed = |v: &[Scalar]| par_fill_with(feed_threads, v.len(), |i| v[i]);
+    let abc = || (feed(&inp.a), feed(&inp.b), feed(&inp.c));
 
     // Warm-up (not timed): the SRS goes resident, buffers are allocated.
     let tw = Instant::now();
