@@ -131,6 +131,7 @@ impl CudaBackend {
                 ));
             }
             st.key = None;
+            st.on_host = None;
             owner.srs_free()
         }
         #[cfg(not(feature = "cuda"))]
@@ -146,7 +147,10 @@ impl CudaBackend {
         let owner = self.dev.lock();
         // Stage-by-stage work may replace the resident sections: the next
         // partition asks the owner which SRS they hold.
-        self.dev.srs_state().key = None;
+        let mut st = self.dev.srs_state();
+        st.key = None;
+        st.on_host = None;
+        drop(st);
         crate::Staged::new(owner, self.device)
     }
 

@@ -48,6 +48,21 @@ pub(crate) struct SrsState {
     pub(crate) key: Option<SrsKey>,
     /// Partitions in flight reading it: it is not evicted while any do.
     pub(crate) users: usize,
+    /// An SRS found too large to keep beside a partition (`Auto`): its
+    /// partitions stream it without asking the owner again, until another
+    /// SRS is made resident.
+    pub(crate) on_host: Option<SrsKey>,
+}
+
+/// Where a partition's SRS is, as far as [`Device::find_srs`] knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SrsWhere {
+    /// Resident; counted as one more reader.
+    Resident,
+    /// Left on the host (it did not fit): stream it.
+    Host,
+    /// Not known: the owner decides, under the device lock.
+    Ask,
 }
 
 /// What [`Device::wait_for_memory`] did.
@@ -91,15 +106,17 @@ impl Device {
         self.srs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Counts one more reader of the resident SRS if it is `key`, without
-    /// the device lock; false when it is not (then ask the owner).
-    pub(crate) fn use_resident(&self, key: &SrsKey) -> bool {
+    /// Where the SRS `key` is, without the device lock; counts one more
+    /// reader when it is resident.
+    pub(crate) fn find_srs(&self, key: &SrsKey) -> SrsWhere {
         let mut st = self.srs_state();
         if st.key.as_ref() == Some(key) {
             st.users += 1;
-            true
+            SrsWhere::Resident
+        } else if st.on_host.as_ref() == Some(key) {
+            SrsWhere::Host
         } else {
-            false
+            SrsWhere::Ask
         }
     }
 

@@ -18,7 +18,7 @@ use group::Group;
 use cuzk_prover::ntt::{compute_h, Domain};
 
 use super::{CudaBackend, GPU_MIN_POINTS};
-use crate::device::{Device, KernelRegion, Wait};
+use crate::device::{Device, KernelRegion, SrsWhere, Wait};
 use crate::ffi::{Ctx, Section, Source};
 use crate::staging::{self, StagingTier};
 use crate::CudaError;
@@ -115,10 +115,15 @@ fn partition(
     let dev = &*backend.dev;
     let mut retried = false;
     let key = crate::resident::SrsKey::of(srs);
-    let fast = backend.placement != crate::SrsPlacement::Never && dev.use_resident(&key);
+    let known = match backend.placement {
+        crate::SrsPlacement::Never => SrsWhere::Host,
+        _ => dev.find_srs(&key),
+    };
     let res = loop {
-        if fast {
-            break true;
+        match known {
+            SrsWhere::Resident => break true,
+            SrsWhere::Host => break false,
+            SrsWhere::Ask => {}
         }
         let made = {
             // Another SRS (or none) on the device: the owner decides,
@@ -134,9 +139,16 @@ fn partition(
                 st.users,
                 &mut uploaded,
             );
-            st.key = owner.resident.clone();
-            if let Ok(true) = made {
-                st.users += 1;
+            if st.key != owner.resident {
+                st.key = owner.resident.clone();
+                st.on_host = None;
+            }
+            match made {
+                Ok(true) => st.users += 1,
+                // Not resident although nothing else was read: it does
+                // not fit (`Auto`); later partitions stream it at once.
+                Ok(false) if st.users == 0 => st.on_host = Some(key.clone()),
+                _ => {}
             }
             made
         };
