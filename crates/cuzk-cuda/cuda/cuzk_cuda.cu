@@ -255,7 +255,10 @@ struct host_pin {
 
     host_pin(const void* ptr, size_t bytes, cudaStream_t s) : stream(s)
     {
-        if (bytes == 0)
+        // Debugging knob: copy from pageable memory instead (to measure
+        // what page-locking per call costs the other workers' kernels).
+        static const bool off = getenv("CUZK_NO_HOST_REGISTER") != nullptr;
+        if (bytes == 0 || off)
             return;
         if (cudaHostRegister(const_cast<void*>(ptr), bytes,
                              cudaHostRegisterReadOnly) == cudaSuccess)
