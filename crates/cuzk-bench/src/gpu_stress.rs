@@ -185,16 +185,12 @@ mod imp {
 
         let mut failed = false;
         let mut tiers = StagingCounts::default();
-        for (workers, outcomes, line) in &runs {
+        for (workers, outcomes, line, st) in &runs {
+            tiers += *st;
             let (mut same, mut verified, mut errors, mut oom) = (0, 0, 0, 0);
             let mut per_kind: Vec<(ProofKind, Vec<PartitionProof>)> = Vec::new();
             for o in outcomes {
                 let job = &jobs[o.job];
-                tiers.all += o.staging.all;
-                tiers.a_only += o.staging.a_only;
-                tiers.none += o.staging.none;
-                tiers.fallbacks += o.staging.fallbacks;
-                tiers.waits += o.staging.waits;
                 let bytes = match &o.proof {
                     Ok(b) => b,
                     Err(e) => {
@@ -340,15 +336,15 @@ mod imp {
         Ok(fixtures)
     }
 
-    /// All jobs once with `workers` threads on one backend; the outcomes
-    /// and the run's `gpu_stress_run` line (without the checks).
+    /// All jobs once with `workers` threads on one backend: the outcomes,
+    /// the run's `gpu_stress_run` line (without the checks) and its tiers.
     fn gpu_run(
         opts: &Opts,
         workers: usize,
         srss: &[Srs],
         witnesses: &[PartitionWitness],
         jobs: &[Job],
-    ) -> Result<(usize, Vec<Outcome>, String)> {
+    ) -> Result<(usize, Vec<Outcome>, String, StagingCounts)> {
         let gpu = CudaBackend::with_placement(opts.device, SrsPlacement::Always)
             .with_context(|| format!("CUDA device {}", opts.device))?
             .with_memory(opts.vram_limit, DEFAULT_VRAM_MARGIN)?;
@@ -385,11 +381,7 @@ mod imp {
         let outcomes = outcomes.into_inner().unwrap_or_else(|p| p.into_inner());
         let mut st = StagingCounts::default();
         for o in &outcomes {
-            st.all += o.staging.all;
-            st.a_only += o.staging.a_only;
-            st.none += o.staging.none;
-            st.fallbacks += o.staging.fallbacks;
-            st.waits += o.staging.waits;
+            st += o.staging;
         }
         let line = format!(
             "gpu_stress_run workers={workers} jobs={} all={} a_only={} none={} fallbacks={} \
@@ -404,7 +396,7 @@ mod imp {
         println!("{line}");
         // Later runs start from a clean device.
         gpu.release_buffers()?;
-        Ok((workers, outcomes, line))
+        Ok((workers, outcomes, line, st))
     }
 }
 

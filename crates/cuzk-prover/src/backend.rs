@@ -115,6 +115,16 @@ pub struct StagingCounts {
     pub waits: u32,
 }
 
+impl std::ops::AddAssign for StagingCounts {
+    fn add_assign(&mut self, o: StagingCounts) {
+        self.all += o.all;
+        self.a_only += o.a_only;
+        self.none += o.none;
+        self.fallbacks += o.fallbacks;
+        self.waits += o.waits;
+    }
+}
+
 impl StagingCounts {
     /// `(label, count)` per tier, in the order all, a_only, none.
     pub fn by_tier(&self) -> [(&'static str, u32); 3] {

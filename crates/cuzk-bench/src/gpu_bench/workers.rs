@@ -148,10 +148,7 @@ pub(crate) fn run(
             match r {
                 Ok((bytes, st)) => {
                     same += usize::from(*bytes == reference);
-                    tiers.all += st.all;
-                    tiers.a_only += st.a_only;
-                    tiers.none += st.none;
-                    tiers.fallbacks += st.fallbacks;
+                    tiers += *st;
                 }
                 Err(e) => println!("gpu_bench_workers_error workers={w} error={e:?}"),
             }
