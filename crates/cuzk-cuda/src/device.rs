@@ -196,7 +196,7 @@ impl Device {
                 let mut owner = self.lock();
                 // SAFETY: the owner is a field of self, dropped after every
                 // worker (field order; workers in use borrow self); worker
-                // kernel calls take self.lock() (see backend.rs).
+                // kernel calls take self.kernels() (see backend/gpu.rs).
                 let c = unsafe { Ctx::new_worker(&mut owner)? };
                 self.made.fetch_add(1, Ordering::Relaxed);
                 c
