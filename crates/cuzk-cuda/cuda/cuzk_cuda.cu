@@ -6,9 +6,11 @@
 //! small: the pointwise `(a·b − c)·Z⁻¹` on the coset, the compaction of
 //! scalars by a density bitmap (`kernels.cuh`) and the 0/1 split of the
 //! witness MSMs (`split01.cuh`). The H stage's entry points are in
-//! `h_stage.cuh`, the context's allocator in `dalloc.cuh`. Memory layouts are blst's, which are blstrs': `fr_t` is blst_fr
-//! (Montgomery, 4×u64 LE), an affine point is blst_p1_affine (Montgomery x, y;
-//! identity = all zero), `jacobian_t<fp_t>` is blst_p1.
+//! `h_stage.cuh`, the context's allocator in `dalloc.cuh`, host-to-device
+//! copies in `host_copy.cuh`. Memory layouts are blst's, which are
+//! blstrs': `fr_t` is blst_fr (Montgomery, 4×u64 LE), an affine point is
+//! blst_p1_affine (Montgomery x, y; identity = all zero),
+//! `jacobian_t<fp_t>` is blst_p1.
 //!
 //! The `extern "C"` surface (see `src/ffi.rs`) works on a per-device context
 //! holding device buffers that live across calls. Every function catches all
@@ -51,6 +53,8 @@ template<class T> struct is_device_ptr<dev_view<T>> {
 };
 
 #include "dalloc.cuh"
+#include "host_copy.cuh"
+#include "msm_driver.cuh"
 #include "split01.cuh"
 
 // Sections of a resident SRS: h, l, a, b_g1 (G1) and b_g2 (G2).
@@ -70,9 +74,21 @@ struct cuzk_cuda_ctx {
     // sppark's kernels never use it, so one worker's uploads overlap
     // another worker's kernels.
     stream_t* upload = nullptr;
+    // Page-locked chunks for host-to-device copies (host_copy.cuh) and
+    // whether to use them (else page-lock each source per copy).
+    stage_ring stage;
+    bool staged_copies = false;
+    host_copy_mode copy_mode() const
+    {
+        return host_copy(staged_copies ? host_copy_mode::staged
+                                       : host_copy_mode::registered);
+    }
     // Kernel-region timing (owner context): events recorded on the
     // device's main stream when the device lock is taken and released.
     cudaEvent_t span[2] = {nullptr, nullptr};
+    // Recorded by cuzk_cuda_span_mark: regions are placed on the GPU's
+    // timeline relative to it.
+    cudaEvent_t epoch = nullptr;
     // Owner of every buffer below (vram_limit, test hook).
     dalloc mem;
     // a | b | c, n scalars each; H coefficients end up in the first n.
@@ -133,6 +149,8 @@ struct cuzk_cuda_ctx {
         for (auto& e : span)
             if (e)
                 (void)cudaEventDestroy(e);
+        if (epoch)
+            (void)cudaEventDestroy(epoch);
     }
 };
 
@@ -236,55 +254,8 @@ static RustError msm_resident(cuzk_cuda_ctx* ctx, int source, int sec,
                               scalars, points,
                               npoints, out, &ctx->shape))
         return RustError{0};
-    msm_t<bucket_T, point_T, affine_T, scalar_t> msm{nullptr, npoints,
-                                                     sizeof(affine_T), ctx->id};
-    RustError err = msm.invoke(*out, dev_view<affine_T>{points}, npoints,
-                               dev_view<fr_t>{scalars}, true);
-    if (err.code != 0)
-        return err;
-    ctx->gpu->sync();
+    msm_device<bucket_T>(*ctx->gpu, ctx->id, points, scalars, npoints, out);
     CUZK_CATCH
-}
-
-// Page-locks a host range while it lives, when CUDA allows it (else copies
-// from it stay pageable); before unlocking it waits for `stream`, the one
-// copying from it (also when an exception unwinds).
-struct host_pin {
-    void* p = nullptr;
-    cudaStream_t stream;
-
-    host_pin(const void* ptr, size_t bytes, cudaStream_t s) : stream(s)
-    {
-        // Debugging knob: copy from pageable memory instead (to measure
-        // what page-locking per call costs the other workers' kernels).
-        static const bool off = getenv("CUZK_NO_HOST_REGISTER") != nullptr;
-        if (bytes == 0 || off)
-            return;
-        if (cudaHostRegister(const_cast<void*>(ptr), bytes,
-                             cudaHostRegisterReadOnly) == cudaSuccess)
-            p = const_cast<void*>(ptr);
-        else
-            (void)cudaGetLastError();
-    }
-    ~host_pin()
-    {
-        if (p) {
-            (void)cudaStreamSynchronize(stream);
-            (void)cudaHostUnregister(p);
-        }
-    }
-    host_pin(const host_pin&) = delete;
-    host_pin& operator=(const host_pin&) = delete;
-};
-
-// Copies `bytes` from host memory to the device on `s` (page-locked for
-// the copy when possible) and waits for it.
-static void copy_to_device(cudaStream_t s, void* dst, const void* src,
-                           size_t bytes)
-{
-    host_pin pin(src, bytes, s);
-    CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
-    CUDA_OK(cudaStreamSynchronize(s));
 }
 
 extern "C" {
@@ -402,7 +373,8 @@ RustError cuzk_cuda_mem_room(cuzk_cuda_ctx* ctx, size_t* free_b, size_t* held)
 // Kernel-region timing: `begin` records an event on the device's main
 // stream (idle between calls: every entry point syncs before returning);
 // `end` records a second one, waits for it and writes the milliseconds
-// between the two as the GPU timed them.
+// between the two as the GPU timed them, and where they lie after the
+// epoch (cuzk_cuda_span_mark; -1 without one).
 RustError cuzk_cuda_span_begin(cuzk_cuda_ctx* ctx)
 {
     CUZK_TRY
@@ -414,16 +386,35 @@ RustError cuzk_cuda_span_begin(cuzk_cuda_ctx* ctx)
     CUZK_CATCH
 }
 
-RustError cuzk_cuda_span_end(cuzk_cuda_ctx* ctx, float* ms)
+RustError cuzk_cuda_span_end(cuzk_cuda_ctx* ctx, float* ms, float* begin,
+                             float* end)
 {
     CUZK_TRY
     *ms = 0;
+    *begin = *end = -1;
     if (!ctx->span[0] || !ctx->span[1])
         return bad_arg("span_end without span_begin");
     ctx->gpu->select();
     CUDA_OK(cudaEventRecord(ctx->span[1], (cudaStream_t)*ctx->gpu));
     CUDA_OK(cudaEventSynchronize(ctx->span[1]));
     CUDA_OK(cudaEventElapsedTime(ms, ctx->span[0], ctx->span[1]));
+    if (ctx->epoch) {
+        CUDA_OK(cudaEventElapsedTime(begin, ctx->epoch, ctx->span[0]));
+        CUDA_OK(cudaEventElapsedTime(end, ctx->epoch, ctx->span[1]));
+    }
+    CUZK_CATCH
+}
+
+// Records the epoch on the device's main stream: later span_end calls
+// also give their region's begin and end in ms after it.
+RustError cuzk_cuda_span_mark(cuzk_cuda_ctx* ctx)
+{
+    CUZK_TRY
+    ctx->gpu->select();
+    if (!ctx->epoch)
+        CUDA_OK(cudaEventCreate(&ctx->epoch));
+    CUDA_OK(cudaEventRecord(ctx->epoch, (cudaStream_t)*ctx->gpu));
+    CUDA_OK(cudaEventSynchronize(ctx->epoch));
     CUZK_CATCH
 }
 
@@ -477,7 +468,8 @@ RustError cuzk_cuda_srs_upload(cuzk_cuda_ctx* ctx, int sec, size_t offset,
     if (offset > s.npoints || npoints > s.npoints - offset)
         return bad_arg("upload past the end of the SRS section");
     if (npoints)
-        copy_to_device((cudaStream_t)*ctx->gpu, (char*)s.ptr + offset * s.elem, points,
+        copy_to_device(ctx->copy_mode(), ctx->stage, (cudaStream_t)*ctx->gpu,
+                       (char*)s.ptr + offset * s.elem, points,
                        npoints * s.elem);
     CUZK_CATCH
 }
@@ -499,7 +491,8 @@ RustError cuzk_cuda_srs_tile(cuzk_cuda_ctx* ctx, int sec, const void* pattern,
     size_t first = npattern < s.npoints ? npattern : s.npoints;
     char* base = (char*)s.ptr;
     if (first)
-        copy_to_device((cudaStream_t)gpu, base, pattern, first * s.elem);
+        copy_to_device(ctx->copy_mode(), ctx->stage, (cudaStream_t)gpu, base,
+                       pattern, first * s.elem);
     for (size_t done = first; done < s.npoints;) {
         size_t k = done < s.npoints - done ? done : s.npoints - done;
         CUDA_OK(cudaMemcpyAsync(base + done * s.elem, base, k * s.elem,
@@ -531,7 +524,8 @@ RustError cuzk_cuda_upload_aux(cuzk_cuda_ctx* ctx, const fr_t* aux, size_t len)
     ctx->picked_len = 0;
     ctx->aux.reserve(ctx->mem, len ? len : 1);
     if (len)
-        copy_to_device((cudaStream_t)*ctx->upload, ctx->aux.ptr, aux,
+        copy_to_device(ctx->copy_mode(), ctx->stage,
+                       (cudaStream_t)*ctx->upload, ctx->aux.ptr, aux,
                        len * sizeof(fr_t));
     ctx->aux_len = len;
     CUZK_CATCH
@@ -610,6 +604,15 @@ RustError cuzk_cuda_msm_g2_resident(cuzk_cuda_ctx* ctx, int source, int sec,
                                     point_fp2_t* out)
 {
     return msm_resident<bucket_fp2_t, point_fp2_t, affine_fp2_t>(ctx, source, sec, offset, npoints, out);
+}
+
+// Host copies of this context through its page-locked chunks (`on`) or
+// by page-locking each source per copy (host_copy.cuh).
+RustError cuzk_cuda_set_staged_copies(cuzk_cuda_ctx* ctx, int on)
+{
+    CUZK_TRY
+    ctx->staged_copies = on != 0;
+    CUZK_CATCH
 }
 
 // The 0/1 split applies to witness MSMs of at least `min_points` points

@@ -6,27 +6,24 @@
 #ifndef __CUZK_H_STAGE_CUH__
 #define __CUZK_H_STAGE_CUH__
 
-// Enqueues the upload of a, b, c (`len` scalars each, zero-padded to n) on
-// `cp`, recording ev[k] when vector k is on the device.
-static void enqueue_abc(cuzk_cuda_ctx* ctx, const stream_t& cp,
-                        const fr_t* const h[3], size_t len, size_t n,
-                        event_t ev[3])
+// Enqueues the upload of vector k of a|b|c (`len` scalars, zero-padded to
+// n) on `cp`, recording `landed` when it is on the device.
+static void enqueue_vec(cuzk_cuda_ctx* ctx, const stream_t& cp, int k,
+                        const fr_t* h, size_t len, size_t n, event_t& landed)
 {
-    fr_t* base = ctx->abc.ptr;
-    for (int k = 0; k < 3; k++) {
-        fr_t* d = base + k * n;
-        if (len)
-            CUDA_OK(cudaMemcpyAsync(d, h[k], len * sizeof(fr_t),
-                                    cudaMemcpyHostToDevice, cp));
-        if (len < n)
-            cp.bzero(d + len, n - len);
-        ev[k].record(cp);
-    }
+    fr_t* d = ctx->abc.ptr + k * n;
+    enqueue_host_copy(ctx->copy_mode(), ctx->stage, cp, d, h,
+                      len * sizeof(fr_t));
+    if (len < n)
+        cp.bzero(d + len, n - len);
+    landed.record(cp);
 }
 
 // One vector's iNTT and coset NTT on `s` (natural order in and out).
 static void to_coset(const stream_t& s, fr_t* d, uint32_t lg_n)
 {
+    if (lg_n == 0)
+        return;
     NTT::Base_dev_ptr(const_cast<stream_t&>(s), d, lg_n,
                       NTT::InputOutputOrder::NR, NTT::Direction::inverse,
                       NTT::Type::standard);
@@ -35,28 +32,19 @@ static void to_coset(const stream_t& s, fr_t* d, uint32_t lg_n)
                       NTT::Type::coset);
 }
 
-// The H coefficients from a|b|c on `s`, vector k's NTTs waiting for ev[k]
-// when given: iNTT, coset NTT (generator 7), (a·b − c)·z_inv, coset iNTT.
-static void h_from_abc(cuzk_cuda_ctx* ctx, const stream_t& s, uint32_t lg_n,
-                       const fr_t* z_inv, event_t* ev)
+// The H coefficients from a|b|c once each vector is on the coset (see
+// to_coset; generator 7): (a·b − c)·z_inv, then the coset iNTT, on `s`.
+static void h_finish(cuzk_cuda_ctx* ctx, const stream_t& s, uint32_t lg_n,
+                     const fr_t* z_inv)
 {
-    size_t n = (size_t)1 << lg_n;
-    fr_t* d[3] = {ctx->abc.ptr, ctx->abc.ptr + n, ctx->abc.ptr + 2 * n};
-    if (lg_n == 0) {
-        if (ev)
-            for (int k = 0; k < 3; k++)
-                ev[k].wait(s);
+    if (lg_n == 0)
         return;
-    }
-    for (int k = 0; k < 3; k++) {
-        if (ev)
-            ev[k].wait(s);
-        to_coset(s, d[k], lg_n);
-    }
+    size_t n = (size_t)1 << lg_n;
+    fr_t* d = ctx->abc.ptr;
     fr_t zi;
     memcpy((void*)&zi, (const void*)z_inv, sizeof(fr_t));
-    launch_h_pointwise(s, d[0], d[1], d[2], zi, n);
-    NTT::Base_dev_ptr(const_cast<stream_t&>(s), d[0], lg_n,
+    launch_h_pointwise(s, d, d + n, d + 2 * n, zi, n);
+    NTT::Base_dev_ptr(const_cast<stream_t&>(s), d, lg_n,
                       NTT::InputOutputOrder::NN, NTT::Direction::inverse,
                       NTT::Type::coset);
 }
@@ -77,8 +65,7 @@ static void abc_reserve(cuzk_cuda_ctx* ctx, size_t len, uint32_t lg_n,
 extern "C" {
 
 // Uploads a, b, c (`len` scalars each, zero-padded to n = 2^lg_n) into
-// the context's a|b|c buffer, from page-locked host memory when CUDA can
-// lock it, and waits. On return the host vectors may be freed.
+// the context's a|b|c buffer (see host_copy.cuh) and waits. On return the host vectors may be freed.
 RustError cuzk_cuda_abc_upload(cuzk_cuda_ctx* ctx, const fr_t* a,
                                const fr_t* b, const fr_t* c, size_t len,
                                uint32_t lg_n)
@@ -92,10 +79,12 @@ RustError cuzk_cuda_abc_upload(cuzk_cuda_ctx* ctx, const fr_t* a,
     const stream_t& s = *ctx->upload;
     const fr_t* const h[3] = {a, b, c};
     {
-        host_pin pa(a, len * sizeof(fr_t), s), pb(b, len * sizeof(fr_t), s),
-            pc(c, len * sizeof(fr_t), s);
+        const host_copy_mode m = ctx->copy_mode();
+        const size_t bytes = len * sizeof(fr_t);
+        host_pin pa(m, a, bytes, s), pb(m, b, bytes, s), pc(m, c, bytes, s);
         event_t ev[3];
-        enqueue_abc(ctx, s, h, len, n, ev);
+        for (int k = 0; k < 3; k++)
+            enqueue_vec(ctx, s, k, h[k], len, n, ev[k]);
         s.sync();
     }
     ctx->lg_n = lg_n;
@@ -113,13 +102,16 @@ RustError cuzk_cuda_h_compute(cuzk_cuda_ctx* ctx, uint32_t lg_n,
     if (lg_n != ctx->lg_n || ctx->abc.cap < 3 * ((size_t)1 << lg_n))
         return bad_arg("a, b, c not uploaded for this domain");
     const stream_t& s = gpu;
-    h_from_abc(ctx, s, lg_n, z_inv, nullptr);
+    size_t n = (size_t)1 << lg_n;
+    for (int k = 0; k < 3; k++)
+        to_coset(s, ctx->abc.ptr + k * n, lg_n);
+    h_finish(ctx, s, lg_n, z_inv);
     s.sync();
     ctx->h_ready = true;
     CUZK_CATCH
 }
 
-// Both, overlapped: a, b, c are copied (page-locked when possible) on a
+// Both, overlapped: a, b, c are copied (see host_copy.cuh) on a
 // copy stream while the NTT stream transforms each vector as soon as its
 // copy has landed. On return the host vectors may be freed.
 RustError cuzk_cuda_h_prepare(cuzk_cuda_ctx* ctx, const fr_t* a, const fr_t* b,
@@ -135,11 +127,18 @@ RustError cuzk_cuda_h_prepare(cuzk_cuda_ctx* ctx, const fr_t* a, const fr_t* b,
     const stream_t& cp = gpu[0];
     const fr_t* const h[3] = {a, b, c};
     {
-        host_pin pa(a, len * sizeof(fr_t), cp), pb(b, len * sizeof(fr_t), cp),
-            pc(c, len * sizeof(fr_t), cp);
+        const host_copy_mode m = ctx->copy_mode();
+        const size_t bytes = len * sizeof(fr_t);
+        host_pin pa(m, a, bytes, cp), pb(m, b, bytes, cp), pc(m, c, bytes, cp);
         event_t ev[3];
-        enqueue_abc(ctx, cp, h, len, n, ev);
-        h_from_abc(ctx, s, lg_n, z_inv, ev);
+        // Vector k's NTTs are enqueued once its copy is: a staged copy
+        // keeps the host busy until its last chunk is enqueued.
+        for (int k = 0; k < 3; k++) {
+            enqueue_vec(ctx, cp, k, h[k], len, n, ev[k]);
+            ev[k].wait(s);
+            to_coset(s, ctx->abc.ptr + k * n, lg_n);
+        }
+        h_finish(ctx, s, lg_n, z_inv);
         s.sync();
         cp.sync();
     }
@@ -150,7 +149,7 @@ RustError cuzk_cuda_h_prepare(cuzk_cuda_ctx* ctx, const fr_t* a, const fr_t* b,
 
 // The a-only staging tier: the same H with room for two vectors, not
 // three. a is copied and transformed in the first; b, then c, are copied
-// into the second (page-locked when possible, on the copy stream) and
+// into the second (on the copy stream) and
 // folded into a once transformed. On return the host vectors may be freed.
 RustError cuzk_cuda_h_prepare_a_only(cuzk_cuda_ctx* ctx, const fr_t* a,
                                      const fr_t* b, const fr_t* c, size_t len,
@@ -167,23 +166,21 @@ RustError cuzk_cuda_h_prepare_a_only(cuzk_cuda_ctx* ctx, const fr_t* a,
     fr_t zi;
     memcpy((void*)&zi, (const void*)z_inv, sizeof(fr_t));
     {
-        host_pin pa(a, len * sizeof(fr_t), cp), pb(b, len * sizeof(fr_t), cp),
-            pc(c, len * sizeof(fr_t), cp);
+        const host_copy_mode m = ctx->copy_mode();
+        const size_t bytes = len * sizeof(fr_t);
+        host_pin pa(m, a, bytes, cp), pb(m, b, bytes, cp), pc(m, c, bytes, cp);
         const fr_t* h[3] = {a, b, c};
         event_t landed, done;
         for (int k = 0; k < 3; k++) {
             fr_t* dst = d[k == 0 ? 0 : 1];
             if (k == 2)
                 done.wait(cp);  // b's buffer is free again
-            if (len)
-                CUDA_OK(cudaMemcpyAsync(dst, h[k], len * sizeof(fr_t),
-                                        cudaMemcpyHostToDevice, cp));
+            enqueue_host_copy(m, ctx->stage, cp, dst, h[k], bytes);
             if (len < n)
                 cp.bzero(dst + len, n - len);
             landed.record(cp);
             landed.wait(s);
-            if (lg_n > 0)
-                to_coset(s, dst, lg_n);
+            to_coset(s, dst, lg_n);
             if (k == 1)
                 launch_h_mul(s, d[0], d[1], n);
             if (k == 2)
@@ -214,7 +211,8 @@ RustError cuzk_cuda_h_upload(cuzk_cuda_ctx* ctx, const fr_t* h, size_t len,
     size_t n = (size_t)1 << lg_n;
     const stream_t& s = *ctx->upload;
     if (len)
-        copy_to_device((cudaStream_t)s, ctx->abc.ptr, h, len * sizeof(fr_t));
+        copy_to_device(ctx->copy_mode(), ctx->stage, (cudaStream_t)s,
+                       ctx->abc.ptr, h, len * sizeof(fr_t));
     if (len < n)
         s.bzero(ctx->abc.ptr + len, n - len);
     s.sync();

@@ -241,15 +241,8 @@ static bool msm_split01(const gpu_t& gpu, int dev, dalloc& mem,
         CUDA_OK(cudaGetLastError());
         st.sync();
         lap("gather");
-        msm_t<bucket_T, point_T, affine_T, scalar_t> msm{nullptr, others,
-                                                         sizeof(affine_T), dev};
-        RustError err = msm.invoke(sum_others,
-                                   dev_view<affine_T>{(const affine_T*)gp},
-                                   others, dev_view<fr_t>{sc.scalars.ptr},
-                                   true);
-        if (err.code != 0)
-            throw cuda_error{err.code,
-                             std::string("Pippenger over the gathered scalars")};
+        msm_device<bucket_T>(gpu, dev, (const affine_T*)gp, sc.scalars.ptr,
+                             others, &sum_others);
         gpu.sync();
         lap("pippenger");
     }

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::backend::Timeline;
 use crate::ffi::Ctx;
 use crate::resident::SrsKey;
 use crate::CudaError;
@@ -28,6 +29,8 @@ pub(crate) struct Device {
     pending_failures: AtomicU32,
     /// Nanoseconds of kernel regions, timed by CUDA events.
     busy_ns: AtomicU64,
+    /// The regions since [`Device::mark_timeline`] on the GPU's clock.
+    timeline: Mutex<Timeline>,
     /// Partitions in flight on this device, and a signal when one ends.
     flights: Mutex<usize>,
     ended: Condvar,
@@ -86,6 +89,7 @@ impl Device {
             made: AtomicUsize::new(0),
             pending_failures: AtomicU32::new(0),
             busy_ns: AtomicU64::new(0),
+            timeline: Mutex::new(Timeline::default()),
             flights: Mutex::new(0),
             ended: Condvar::new(),
             squeeze: AtomicBool::new(false),
@@ -132,6 +136,21 @@ impl Device {
     /// Total length of the kernel regions on this device so far.
     pub(crate) fn busy(&self) -> Duration {
         Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed))
+    }
+
+    /// Starts a new timeline: an epoch event on the device's main stream
+    /// (taken under the device lock, so between regions); later regions
+    /// are placed after it.
+    pub(crate) fn mark_timeline(&self) -> Result<(), CudaError> {
+        let mut owner = self.lock();
+        owner.span_mark()?;
+        *self.timeline.lock().unwrap_or_else(|p| p.into_inner()) = Timeline::default();
+        Ok(())
+    }
+
+    /// The regions since [`Device::mark_timeline`].
+    pub(crate) fn timeline(&self) -> Timeline {
+        *self.timeline.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Marks one partition in flight until the guard drops.
@@ -245,9 +264,16 @@ pub(crate) struct KernelRegion<'a> {
 impl Drop for KernelRegion<'_> {
     fn drop(&mut self) {
         match self.owner.span_end() {
-            Ok(ms) => {
+            Ok((ms, placed)) => {
                 let ns = (f64::from(ms) * 1e6) as u64;
                 self.dev.busy_ns.fetch_add(ns, Ordering::Relaxed);
+                if let Some((begin, end)) = placed {
+                    let mut t = self.dev.timeline.lock().unwrap_or_else(|p| p.into_inner());
+                    let (begin, end) = (f64::from(begin), f64::from(end));
+                    t.first_begin_ms = Some(t.first_begin_ms.map_or(begin, |b| b.min(begin)));
+                    t.last_end_ms = Some(t.last_end_ms.map_or(end, |e| e.max(end)));
+                    t.busy_ms += f64::from(ms);
+                }
             }
             Err(e) => tracing::warn!(%e, "timing a kernel region failed"),
         }

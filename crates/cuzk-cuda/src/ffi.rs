@@ -121,8 +121,15 @@ extern "C" {
     fn cuzk_cuda_set_vram_limit(ctx: *mut RawCtx, limit: usize) -> sppark::Error;
     fn cuzk_cuda_fail_next_allocs(ctx: *mut RawCtx, count: i32) -> sppark::Error;
     fn cuzk_cuda_span_begin(ctx: *mut RawCtx) -> sppark::Error;
-    fn cuzk_cuda_span_end(ctx: *mut RawCtx, ms: *mut f32) -> sppark::Error;
+    fn cuzk_cuda_span_end(
+        ctx: *mut RawCtx,
+        ms: *mut f32,
+        begin: *mut f32,
+        end: *mut f32,
+    ) -> sppark::Error;
+    fn cuzk_cuda_span_mark(ctx: *mut RawCtx) -> sppark::Error;
     fn cuzk_cuda_set_split01(ctx: *mut RawCtx, min_points: usize) -> sppark::Error;
+    fn cuzk_cuda_set_staged_copies(ctx: *mut RawCtx, on: i32) -> sppark::Error;
     fn cuzk_cuda_take_shape(
         ctx: *mut RawCtx,
         zeros: *mut usize,
@@ -336,12 +343,20 @@ impl Ctx {
     }
 
     /// Ends the kernel region begun by [`Ctx::span_begin`]: its length in
-    /// milliseconds, from the two CUDA events.
-    pub(crate) fn span_end(&mut self) -> Result<f32, CudaError> {
-        let mut ms = 0f32;
-        // SAFETY: a live context; one f32 written.
-        check(unsafe { cuzk_cuda_span_end(self.raw.as_ptr(), &mut ms) })?;
-        Ok(ms)
+    /// milliseconds, from the two CUDA events, and its begin and end in
+    /// milliseconds after the epoch ([`Ctx::span_mark`]) when one was set.
+    pub(crate) fn span_end(&mut self) -> Result<(f32, Option<(f32, f32)>), CudaError> {
+        let (mut ms, mut begin, mut end) = (0f32, 0f32, 0f32);
+        // SAFETY: a live context; three f32 written.
+        check(unsafe { cuzk_cuda_span_end(self.raw.as_ptr(), &mut ms, &mut begin, &mut end) })?;
+        Ok((ms, (begin >= 0.0).then_some((begin, end))))
+    }
+
+    /// Sets the epoch of [`Ctx::span_end`]'s timeline to now, on the
+    /// device's main stream.
+    pub(crate) fn span_mark(&mut self) -> Result<(), CudaError> {
+        // SAFETY: a live context.
+        check(unsafe { cuzk_cuda_span_mark(self.raw.as_ptr()) })
     }
 
     /// `gpus.vram_limit` for this context's allocations (0: none).
@@ -553,6 +568,16 @@ impl Ctx {
         };
         // SAFETY: a live context.
         check(unsafe { cuzk_cuda_set_split01(self.raw.as_ptr(), min) })
+    }
+
+    /// Host-to-device copies through the context's page-locked chunks
+    /// (`true`: no page-locking per call, which would hold the driver while
+    /// other workers launch kernels) or by page-locking each source for its
+    /// copy (`false`: fewer passes over host memory). `CUZK_HOST_COPY`
+    /// overrides it (`cuda/host_copy.cuh`).
+    pub(crate) fn set_staged_copies(&mut self, on: bool) -> Result<(), CudaError> {
+        // SAFETY: a live context.
+        check(unsafe { cuzk_cuda_set_staged_copies(self.raw.as_ptr(), i32::from(on)) })
     }
 
     /// Zeros, ones and other scalars the split MSMs saw since the last call.

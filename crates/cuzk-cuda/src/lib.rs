@@ -22,7 +22,7 @@ mod resident;
 mod staged;
 pub mod staging;
 
-pub use backend::{CudaBackend, DEFAULT_VRAM_MARGIN, GPU_MIN_POINTS};
+pub use backend::{CudaBackend, Timeline, DEFAULT_VRAM_MARGIN, GPU_MIN_POINTS};
 #[cfg(feature = "cuda")]
 pub use ffi::{Section, Source};
 #[cfg(feature = "cuda")]

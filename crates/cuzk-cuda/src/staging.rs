@@ -81,11 +81,31 @@ impl StagingTier {
     }
 }
 
-/// A bound on sppark's Pippenger temporaries (digits, sort scratch,
-/// buckets) for `points` points, measured at ~12 B/point at 2^27 and
-/// ~24 B/point at 2^24, plus fixed bucket tables.
+/// Device scratch of one MSM of `points` points through
+/// `cuda/msm_driver.cuh`: sppark's window rule (w = lg2(1.5·n) − 8 within
+/// 10..=18; n/⌈2^(lg−w−6)⌉ points per batch), except 20-bit windows for
+/// the largest G1 MSMs (lg2(1.5·n) ≥ 27); per batch 4-byte digits for
+/// every window and 16 bytes of sort scratch per point, per window 2^(w−1)
+/// buckets and histogram counters, plus the accumulated window sums. The
+/// larger of G1 (192-byte buckets) and G2 (384-byte buckets, never wide),
+/// with batch-addition sums for up to 256 SMs.
 pub fn msm_temp(points: u64) -> u64 {
-    16 * points + (256 << 20)
+    let n = points.max(1);
+    let lg = (n + n / 2).ilog2();
+    let scratch = |w: u32, bucket: u64| {
+        let batch = ((1u64 << (lg.max(w) - w)) >> 6).max(1);
+        let stride = n.div_ceil(batch).next_multiple_of(32);
+        let nwins = 254 / u64::from(w) + 1;
+        let (row, sums) = (1u64 << (w - 1), 2048);
+        (nwins * row + sums) * bucket
+            + nwins * row * 4
+            + stride * 16
+            + nwins * stride * 4
+            + (nwins * 512 + sums) * bucket
+    };
+    let w = lg.saturating_sub(8).clamp(10, 18);
+    let g1 = scratch(if lg >= 27 { 20 } else { w }, 192);
+    g1.max(scratch(w, 384))
 }
 
 /// The first tier whose need plus `margin` fits in `room` bytes;
@@ -148,6 +168,38 @@ mod tests {
             choose(16 * GIB, margin, 1 << 24, (1 << 24) - 80),
             StagingTier::All
         );
+    }
+
+    /// The scratch `cuda/msm_driver.cuh` takes for an MSM of `n` G1 points
+    /// at window `w` (192-byte buckets; 1,056 batch-addition sums, an H200).
+    fn driver_scratch(n: u64, w: u32) -> u64 {
+        let lg = (n + n / 2).ilog2();
+        let batch = ((1u64 << (lg.max(w) - w)) >> 6).max(1);
+        let stride = n.div_ceil(batch).next_multiple_of(32);
+        let nwins = 254 / u64::from(w) + 1;
+        let (row, sums) = (1u64 << (w - 1), 1056);
+        (nwins * row + sums) * 192
+            + nwins * row * 4
+            + stride * 16
+            + nwins * stride * 4
+            + (nwins * 512 + sums) * 192
+    }
+
+    #[test]
+    fn the_msm_bound_covers_the_driver() {
+        for lg in [16u32, 20, 24, 26, 27, 28] {
+            for n in [(1u64 << lg) - 1, 3 << (lg - 2), 3 << (lg - 1)] {
+                let wide = (n + n / 2).ilog2() >= 27;
+                let w = if wide {
+                    20
+                } else {
+                    ((n + n / 2).ilog2().saturating_sub(8)).clamp(10, 18)
+                };
+                let (bound, g1) = (msm_temp(n), driver_scratch(n, w));
+                assert!(bound >= g1, "n={n}: bound {bound} < scratch {g1}");
+                assert!(bound < g1 * 2, "n={n}: bound {bound} far above {g1}");
+            }
+        }
     }
 
     #[test]

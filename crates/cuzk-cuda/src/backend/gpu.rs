@@ -391,6 +391,9 @@ fn h_at<'d>(
     stats: &mut ProveStats,
 ) -> Result<(G1Projective, Option<KernelRegion<'d>>), CudaError> {
     let t = Instant::now();
+    // Page-locking a source per copy stalls other workers' kernel launches
+    // (docs/PERF.md): with several workers, copy through pinned chunks.
+    ctx.set_staged_copies(dev.workers_made() > 1)?;
     let several = tier == StagingTier::All && dev.workers_made() > 1;
     let kernels = match tier {
         // Several calls on the device: a, b, c and aux copied on this

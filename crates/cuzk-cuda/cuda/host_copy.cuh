@@ -1,0 +1,192 @@
+//! Host-to-device copies from pageable host memory (witness vectors, H
+//! from the host, SRS points). Three ways, chosen once per process by the
+//! context (`cuzk_cuda_set_staged_copies`: staged while several workers
+//! share the device, registered otherwise) unless the environment variable
+//! `CUZK_HOST_COPY` forces one:
+//!
+//! - `staged`: each context keeps a small ring of page-locked
+//!   chunk buffers, allocated once; a copy memcpys the source into a free
+//!   chunk (a few host threads) and enqueues that chunk's DMA while the
+//!   next chunk is filled. No page-locking per call, so one worker's copy
+//!   never holds the driver while another worker launches kernels, and the
+//!   source may be freed as soon as the copy is enqueued.
+//! - `register`: the source range is page-locked (`cudaHostRegister`) for
+//!   the copy and unlocked after it.
+//! - `pageable`: plain `cudaMemcpyAsync` from pageable memory (the driver
+//!   stages it itself, and the host waits).
+
+#ifndef __CUZK_HOST_COPY_CUH__
+#define __CUZK_HOST_COPY_CUH__
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+enum class host_copy_mode { staged, registered, pageable };
+
+// The mode `CUZK_HOST_COPY` forces for every context, or `fallback` (the
+// context's own choice, see cuzk_cuda_set_staged_copies).
+static host_copy_mode host_copy(host_copy_mode fallback)
+{
+    static const int forced = [] {
+        const char* v = getenv("CUZK_HOST_COPY");
+        if (v && !strcmp(v, "staged"))
+            return (int)host_copy_mode::staged;
+        if (v && !strcmp(v, "register"))
+            return (int)host_copy_mode::registered;
+        if (v && !strcmp(v, "pageable"))
+            return (int)host_copy_mode::pageable;
+        return -1;
+    }();
+    return forced < 0 ? fallback : (host_copy_mode)forced;
+}
+
+// Copies `bytes` with up to `threads` host threads (the caller's included).
+static void par_memcpy(char* dst, const char* src, size_t bytes,
+                       unsigned threads)
+{
+    const size_t min_part = (size_t)4 << 20;
+    size_t parts = bytes / min_part;
+    if (parts > threads)
+        parts = threads;
+    if (parts <= 1) {
+        memcpy(dst, src, bytes);
+        return;
+    }
+    size_t step = (bytes / parts + 4095) & ~(size_t)4095;
+    std::vector<std::thread> helpers;
+    helpers.reserve(parts - 1);
+    size_t off = step;
+    for (size_t p = 1; p < parts && off < bytes; p++, off += step) {
+        size_t k = bytes - off < step ? bytes - off : step;
+        helpers.emplace_back([=] { memcpy(dst + off, src + off, k); });
+    }
+    memcpy(dst, src, step < bytes ? step : bytes);
+    for (auto& t : helpers)
+        t.join();
+}
+
+// A context's page-locked chunk buffers for `staged` copies.
+struct stage_ring {
+    static constexpr int SLOTS = 3;
+    static constexpr size_t CHUNK = (size_t)64 << 20;
+    char* buf[SLOTS] = {};
+    cudaEvent_t freed[SLOTS] = {};
+    bool pending[SLOTS] = {};
+    int next = 0;
+
+    size_t bytes() const { return buf[0] ? SLOTS * CHUNK : 0; }
+
+    void ensure()
+    {
+        if (buf[SLOTS - 1])
+            return;
+        for (int i = 0; i < SLOTS; i++) {
+            if (!freed[i])
+                CUDA_OK(cudaEventCreateWithFlags(&freed[i],
+                                                 cudaEventDisableTiming));
+            if (!buf[i])
+                CUDA_OK(cudaHostAlloc((void**)&buf[i], CHUNK,
+                                      cudaHostAllocDefault));
+        }
+    }
+
+    // Enqueues on `s` the copy of `bytes` from pageable `src` to device
+    // `dst`; on return `src` is no longer read.
+    void copy(cudaStream_t s, void* dst, const void* src, size_t bytes)
+    {
+        // One per core up to 16: fewer lose to busy host threads (with 4,
+        // two workers at 2^27 left the GPU idle 4 % of the time waiting
+        // for copies; docs/PERF.md).
+        static const unsigned threads = [] {
+            const char* v = getenv("CUZK_STAGE_THREADS");
+            long cores = (long)std::thread::hardware_concurrency();
+            long t = v ? strtol(v, nullptr, 10) : cores < 16 ? cores : 16;
+            return (unsigned)(t < 1 ? 1 : t > 64 ? 64 : t);
+        }();
+        ensure();
+        for (size_t off = 0; off < bytes; off += CHUNK) {
+            size_t k = bytes - off < CHUNK ? bytes - off : CHUNK;
+            int i = next;
+            next = (next + 1) % SLOTS;
+            if (pending[i]) {
+                CUDA_OK(cudaEventSynchronize(freed[i]));
+                pending[i] = false;
+            }
+            par_memcpy(buf[i], (const char*)src + off, k, threads);
+            CUDA_OK(cudaMemcpyAsync((char*)dst + off, buf[i], k,
+                                    cudaMemcpyHostToDevice, s));
+            CUDA_OK(cudaEventRecord(freed[i], s));
+            pending[i] = true;
+        }
+    }
+
+    ~stage_ring()
+    {
+        for (int i = 0; i < SLOTS; i++) {
+            if (pending[i])
+                (void)cudaEventSynchronize(freed[i]);
+            if (buf[i])
+                (void)cudaFreeHost(buf[i]);
+            if (freed[i])
+                (void)cudaEventDestroy(freed[i]);
+        }
+    }
+};
+
+// Page-locks a host range while it lives in `register` mode (else does
+// nothing); before unlocking it waits for `stream`, the one copying from
+// it (also when an exception unwinds).
+struct host_pin {
+    void* p = nullptr;
+    cudaStream_t stream;
+
+    host_pin(host_copy_mode mode, const void* ptr, size_t bytes,
+             cudaStream_t s)
+        : stream(s)
+    {
+        if (bytes == 0 || mode != host_copy_mode::registered)
+            return;
+        if (cudaHostRegister(const_cast<void*>(ptr), bytes,
+                             cudaHostRegisterReadOnly) == cudaSuccess)
+            p = const_cast<void*>(ptr);
+        else
+            (void)cudaGetLastError();
+    }
+    ~host_pin()
+    {
+        if (p) {
+            (void)cudaStreamSynchronize(stream);
+            (void)cudaHostUnregister(p);
+        }
+    }
+    host_pin(const host_pin&) = delete;
+    host_pin& operator=(const host_pin&) = delete;
+};
+
+// Enqueues on `s` a copy from host memory (pinned by a live `host_pin` in
+// `register` mode) to the device, through `ring` in `staged` mode.
+static void enqueue_host_copy(host_copy_mode mode, stage_ring& ring,
+                              cudaStream_t s, void* dst, const void* src,
+                              size_t bytes)
+{
+    if (bytes == 0)
+        return;
+    if (mode == host_copy_mode::staged)
+        ring.copy(s, dst, src, bytes);
+    else
+        CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+}
+
+// Copies `bytes` from host memory to the device on `s` and waits for it.
+static void copy_to_device(host_copy_mode mode, stage_ring& ring,
+                           cudaStream_t s, void* dst, const void* src,
+                           size_t bytes)
+{
+    host_pin pin(mode, src, bytes, s);
+    enqueue_host_copy(mode, ring, s, dst, src, bytes);
+    CUDA_OK(cudaStreamSynchronize(s));
+}
+
+#endif

@@ -1,0 +1,313 @@
+//! Our host driver around sppark's Pippenger kernels (`breakdown`, `sort`,
+//! `batch_addition`, `accumulate`, `integrate` from `msm/pippenger.cuh`),
+//! for MSMs whose points and scalars are already on the device.
+//!
+//! sppark's own `msm_t::invoke` copies each batch's window sums to the host
+//! and waits for them before it launches the next batch, so the GPU idles
+//! whenever the host thread is late (another worker's host work, the
+//! driver busy elsewhere). Here the batches run back to back: each
+//! batch's window sums are folded into an accumulator on the device
+//! (`fold_sums`, our kernel), and the host copies and combines them once,
+//! after the last batch. The host never waits between batches.
+//!
+//! The window width follows sppark's rule, except for the largest G1 MSMs
+//! (see `WIDE_WBITS`); `CUZK_MSM_WBITS` (10–22) forces it for MSMs of at
+//! least 2^26 points (for experiments: wider windows mean fewer windows
+//! and batches but more buckets to integrate).
+
+#ifndef __CUZK_MSM_DRIVER_CUH__
+#define __CUZK_MSM_DRIVER_CUH__
+
+#include <thread>
+#include <vector>
+
+// acc[i] = first ? sums[i] : acc[i] + sums[i] for i < n (buckets; `degree`
+// threads per element, every lane of a warp taking part).
+template<class bucket_T, class bucket_mem = typename bucket_T::mem_t>
+__launch_bounds__(256) __global__
+void fold_sums(bucket_mem* acc, const bucket_mem* sums, uint32_t n, bool first)
+{
+    const uint32_t degree = bucket_T::degree;
+    uint32_t i = (threadIdx.x + blockIdx.x * blockDim.x) / degree;
+    uint32_t j = i < n ? i : n - 1;
+    bucket_T a, b;
+    b = sums[j];
+    if (first) {
+        a = b;
+    } else {
+        a = acc[j];
+        if (degree == 1)
+            a.add(b);
+        else
+            a.uadd(b);
+    }
+    if (i < n)
+        acc[i] = a;
+}
+
+template<class bucket_T, class point_T, class affine_T>
+struct msm_driver {
+    typedef typename bucket_T::mem_t bucket_mem;
+    typedef typename affine_T::mem_t affine_mem;
+    // Threads of sppark's `integrate` per window and what each leaves: a
+    // weighted sum and a plain sum of its run of buckets.
+    static const uint32_t T = MSM_NTHREADS / bucket_T::degree;
+
+    // The window of G1 MSMs with lg2(1.5·n) ≥ WIDE_LG (the Rust side's
+    // `staging::msm_temp` bounds the scratch this takes).
+    static const uint32_t WIDE_LG = 27, WIDE_WBITS = 20;
+
+    const gpu_t& gpu;
+    uint32_t wbits, nwins;
+
+    static int lg2(size_t n)
+    {
+        int r = 0;
+        while (n >>= 1)
+            r++;
+        return r;
+    }
+
+    msm_driver(const gpu_t& g, size_t npoints) : gpu(g)
+    {
+        // sppark's choice for this many points.
+        wbits = 10;
+        if (npoints > 192) {
+            int w = lg2(npoints + npoints / 2) - 8;
+            wbits = w > 18 ? 18 : w < 10 ? 10 : w;
+        }
+        // The largest G1 MSMs (a 2^27 partition's H) run faster with
+        // 20-bit windows: 13 windows instead of 15 and 2 batches instead
+        // of 8, for ~4 GB more scratch (docs/PERF.md; wider windows lose:
+        // `integrate` has one block per window). Smaller MSMs lose.
+        if (bucket_T::degree == 1 && lg2(npoints + npoints / 2) >= WIDE_LG)
+            wbits = WIDE_WBITS;
+        static const long forced = [] {
+            const char* v = getenv("CUZK_MSM_WBITS");
+            return v ? strtol(v, nullptr, 10) : 0;
+        }();
+        if (forced >= 10 && forced <= 22 && npoints >= ((size_t)1 << 26))
+            wbits = (uint32_t)forced;
+        nwins = (scalar_t::bit_length() - 1) / wbits + 1;
+    }
+
+    // The sum of one window, `bits` wide, from integrate's T pairs: thread
+    // t's plain sum counts (t·k) more times than its own buckets' indices
+    // say, k = 2^(bits-1-lg T) buckets per thread.
+    point_T window_sum(const bucket_T* row, uint32_t bits) const
+    {
+        const uint32_t tbits = lg2(T);
+        size_t t = T - 1;
+        if (bits - 1 <= tbits) {
+            // A narrow top window: several threads share one bucket.
+            size_t mask = ((size_t)1 << (tbits - (bits - 1))) - 1;
+            bucket_T res, acc = row[2 * t + 1];
+            if (mask)
+                res.inf();
+            else
+                res = acc;
+            while (t--) {
+                acc.add(row[2 * t + 1]);
+                if ((t & mask) == 0)
+                    res.add(acc);
+            }
+            point_T out = res;
+            return out;
+        }
+        point_T res = row[2 * t];
+        bucket_T acc = row[2 * t + 1];
+        while (t--) {
+            point_T raise = acc;
+            for (uint32_t d = 0; d < bits - 1 - tbits; d++)
+                raise.dbl();
+            res.add(raise);
+            res.add(point_T{row[2 * t]});
+            if (t)
+                acc.add(row[2 * t + 1]);
+        }
+        return res;
+    }
+
+    // Σ scalars[i]·points[i], both on the device (scalars in Montgomery
+    // form). Device scratch comes from the stream-ordered pool and is
+    // returned before this returns.
+    void run(point_T* out, const affine_T* points, const fr_t* scalars,
+             size_t npoints)
+    {
+        try {
+            run_batches(out, points, scalars, npoints);
+        } catch (...) {
+            // The scratch is freed on the main stream: let the sort stream
+            // finish with it first.
+            (void)cudaStreamSynchronize(gpu[2]);
+            (void)cudaStreamSynchronize(gpu);
+            (void)cudaGetLastError();
+            throw;
+        }
+    }
+
+private:
+    void run_batches(point_T* out, const affine_T* points, const fr_t* scalars,
+                     size_t npoints)
+    {
+        out->inf();
+        if (npoints == 0)
+            return;
+        const affine_mem* d_points = (const affine_mem*)points;
+        const stream_t& ms = gpu;     // accumulate, integrate, fold
+        const stream_t& ss = gpu[2];  // breakdown and sort
+
+        uint32_t lg = lg2(npoints + npoints / 2);
+        size_t batch = ((size_t)1 << ((lg > wbits ? lg : wbits) - wbits)) >> 6;
+        if (batch == 0)
+            batch = 1;
+        size_t stride = (npoints + batch - 1) / batch;
+        stride = (stride + WARP_SZ - 1) & ~(size_t)(WARP_SZ - 1);
+        size_t row_sz = (size_t)1 << (wbits - 1);
+        size_t nsums = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+        size_t nacc = nwins * 2 * T + nsums;
+
+        size_t buckets_b = (nwins * row_sz + nsums) * sizeof(bucket_mem);
+        size_t hist_b = nwins * row_sz * sizeof(uint32_t);
+        size_t temps_b = stride * 2 * sizeof(uint2);
+        size_t digits_b = nwins * stride * sizeof(uint32_t);
+        size_t acc_b = nacc * sizeof(bucket_mem);
+        dev_ptr_t<uint8_t> blob{buckets_b + hist_b + temps_b + digits_b + acc_b,
+                                ms};
+        uint8_t* base = &blob[0];
+        bucket_mem* d_buckets = (bucket_mem*)base;
+        vec2d_t<uint32_t> d_hist{(uint32_t*)(base + buckets_b), (uint32_t)row_sz};
+        vec2d_t<uint2> d_temps{(uint2*)(base + buckets_b + hist_b), (uint32_t)stride};
+        vec2d_t<uint32_t> d_digits{(uint32_t*)(base + buckets_b + hist_b + temps_b),
+                                   (uint32_t)stride};
+        bucket_mem* d_acc = (bucket_mem*)(base + buckets_b + hist_b + temps_b +
+                                          digits_b);
+        // The scratch is ms's; ss may use it once ms got this far.
+        event_t ready, sorted, consumed;
+        ready.record(ms);
+        ready.wait(ss);
+
+        uint32_t grid = gpu.sm_count() / 3;
+        while (grid & (grid - 1))
+            grid -= grid & (0 - grid);
+        const size_t sort_shared = sizeof(uint32_t) << DIGIT_BITS;
+        const uint32_t top = scalar_t::bit_length() - wbits * (nwins - 1);
+        auto digits = [&](size_t off, size_t num) {
+            breakdown<<<2 * grid, 1024, sizeof(scalar_t) * 1024, ss>>>(
+                d_digits, scalars + off, num, nwins, wbits, true);
+            CUDA_OK(cudaGetLastError());
+            uint32_t win;
+            for (win = 0; win + 1 < nwins; win += 2)
+                ss.launch_coop(sort, {{grid, 2}, SORT_BLOCKDIM, sort_shared},
+                               d_digits, num, win, d_temps, d_hist, wbits - 1,
+                               wbits - 1, win == nwins - 2 ? top - 1 : wbits - 1);
+            if (win < nwins)
+                ss.launch_coop(sort, {{grid, 1}, SORT_BLOCKDIM, sort_shared},
+                               d_digits, num, win, d_temps, d_hist, wbits - 1,
+                               top - 1, 0u);
+            sorted.record(ss);
+        };
+
+        const uint32_t fold_block = 256;
+        auto fold = [&](bucket_mem* acc, const bucket_mem* src, size_t n,
+                        bool first) {
+            size_t threads = n * bucket_T::degree;
+            uint32_t blocks = (uint32_t)((threads + fold_block - 1) / fold_block);
+            fold_sums<bucket_T><<<blocks, fold_block, 0, ms>>>(acc, src,
+                                                               (uint32_t)n, first);
+            CUDA_OK(cudaGetLastError());
+        };
+
+        size_t off = 0;
+        size_t num = stride < npoints ? stride : npoints;
+        digits(0, num);
+        for (size_t i = 0; i < batch; i++) {
+            sorted.wait(ms);
+            batch_addition<bucket_T><<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, ms>>>(
+                &d_buckets[nwins * row_sz], &d_points[off], num, &d_digits[0][0],
+                d_hist[0][0]);
+            CUDA_OK(cudaGetLastError());
+            ms.launch_coop(accumulate<bucket_T, affine_mem>, {gpu.sm_count(), 0},
+                           d_buckets, nwins, wbits,
+                           const_cast<affine_mem*>(&d_points[off]), d_digits,
+                           d_hist, 0u);
+            consumed.record(ms);
+            integrate<bucket_T><<<nwins, MSM_NTHREADS,
+                                  sizeof(bucket_T) * MSM_NTHREADS / bucket_T::degree,
+                                  ms>>>(d_buckets, nwins, wbits,
+                                        scalar_t::bit_length());
+            CUDA_OK(cudaGetLastError());
+            // Window sums of this batch into the accumulator: the first
+            // 2T buckets of each row, then the batch-addition sums.
+            for (uint32_t y = 0; y < nwins; y++)
+                fold(d_acc + y * 2 * T, d_buckets + y * row_sz, 2 * T, i == 0);
+            fold(d_acc + nwins * 2 * T, d_buckets + nwins * row_sz, nsums, i == 0);
+            if (i + 1 < batch) {
+                off += stride;
+                num = off + stride <= npoints ? stride : npoints - off;
+                // The digits buffers are free once accumulate is done.
+                consumed.wait(ss);
+                digits(off, num);
+            }
+        }
+
+        std::vector<bucket_T> sums(nacc);
+        ms.DtoH(sums.data(), d_acc, nacc);
+        ms.sync();
+        ss.sync();
+
+        // Windows in parallel, then Horner from the top window down.
+        std::vector<point_T> win(nwins);
+        auto one_window = [&](uint32_t y) {
+            uint32_t bits = y == nwins - 1 ? top : wbits;
+            win[y] = window_sum(&sums[y * 2 * T], bits);
+        };
+        if (npoints >= ((size_t)1 << 16)) {
+            std::vector<std::thread> pool;
+            pool.reserve(nwins);
+            for (uint32_t y = 0; y < nwins; y++)
+                pool.emplace_back(one_window, y);
+            for (auto& t : pool)
+                t.join();
+        } else {
+            for (uint32_t y = 0; y < nwins; y++)
+                one_window(y);
+        }
+        point_T acc = win[nwins - 1];
+        for (uint32_t y = nwins - 1; y-- > 0;) {
+            for (uint32_t d = 0; d < wbits; d++)
+                acc.dbl();
+            acc.add(win[y]);
+        }
+        bucket_T ones = sum_up(&sums[nwins * 2 * T], nsums);
+        point_T p = ones;
+        acc.add(p);
+        *out = acc;
+    }
+};
+
+// Σ s_i·p_i over n device scalars and points with our driver (see above),
+// or with sppark's msm_t when CUZK_MSM=sppark (for comparisons).
+template<class bucket_T, class point_T, class affine_T>
+static void msm_device(const gpu_t& gpu, int dev, const affine_T* points,
+                       const fr_t* scalars, size_t n, point_T* out)
+{
+    static const bool use_sppark = [] {
+        const char* v = getenv("CUZK_MSM");
+        return v && !strcmp(v, "sppark");
+    }();
+    if (use_sppark) {
+        msm_t<bucket_T, point_T, affine_T, scalar_t> msm{nullptr, n,
+                                                         sizeof(affine_T), dev};
+        RustError err = msm.invoke(*out, dev_view<affine_T>{points}, n,
+                                   dev_view<fr_t>{scalars}, true);
+        if (err.code != 0)
+            throw cuda_error{err.code, std::string("sppark's Pippenger")};
+        gpu.sync();
+        return;
+    }
+    msm_driver<bucket_T, point_T, affine_T> msm{gpu, n};
+    msm.run(out, points, scalars, n);
+}
+
+#endif
