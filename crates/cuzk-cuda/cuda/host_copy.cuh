@@ -1,15 +1,18 @@
 //! Host-to-device copies from pageable host memory (witness vectors, H
-//! from the host, SRS points). Three ways, chosen once per process by the
-//! context (`cuzk_cuda_set_staged_copies`: staged while several workers
-//! share the device, registered otherwise) unless the environment variable
+//! from the host, SRS points). Three ways, chosen per context
+//! (`cuzk_cuda_set_staged_copies`, set by the backend before each
+//! partition's H stage: staged while several worker contexts share the
+//! device, registered otherwise; the owner context, which uploads the
+//! resident SRS, keeps `register`) unless the environment variable
 //! `CUZK_HOST_COPY` forces one:
 //!
-//! - `staged`: each context keeps a small ring of page-locked
-//!   chunk buffers, allocated once; a copy memcpys the source into a free
-//!   chunk (a few host threads) and enqueues that chunk's DMA while the
-//!   next chunk is filled. No page-locking per call, so one worker's copy
-//!   never holds the driver while another worker launches kernels, and the
-//!   source may be freed as soon as the copy is enqueued.
+//! - `staged`: each context keeps a small ring of page-locked chunk
+//!   buffers, allocated once; a copy memcpys the source into a free chunk
+//!   (pieces of at least 4 MiB, at most `CUZK_STAGE_THREADS` host threads)
+//!   and enqueues that chunk's DMA while the next chunk is filled. No
+//!   page-locking per call, so one worker's copy never holds the driver
+//!   while another worker launches kernels, and the source may be freed
+//!   as soon as the copy is enqueued.
 //! - `register`: the source range is page-locked (`cudaHostRegister`) for
 //!   the copy and unlocked after it.
 //! - `pageable`: plain `cudaMemcpyAsync` from pageable memory (the driver
@@ -42,7 +45,29 @@ static host_copy_mode host_copy(host_copy_mode fallback)
     return forced < 0 ? fallback : (host_copy_mode)forced;
 }
 
-// Copies `bytes` with up to `threads` host threads (the caller's included).
+// Runs f(i) for i < n: f(0) on this thread, the others on new threads,
+// all joined before it returns (also when starting a thread or f(0)
+// throws; the exception is then rethrown).
+template<class F> static void fork_join(size_t n, const F& f)
+{
+    std::vector<std::thread> helpers;
+    try {
+        helpers.reserve(n > 1 ? n - 1 : 0);
+        for (size_t i = 1; i < n; i++)
+            helpers.emplace_back(f, i);
+        if (n > 0)
+            f((size_t)0);
+    } catch (...) {
+        for (auto& t : helpers)
+            t.join();
+        throw;
+    }
+    for (auto& t : helpers)
+        t.join();
+}
+
+// Copies `bytes` with up to `threads` host threads (the caller's
+// included), in pieces of at least 4 MiB.
 static void par_memcpy(char* dst, const char* src, size_t bytes,
                        unsigned threads)
 {
@@ -54,17 +79,15 @@ static void par_memcpy(char* dst, const char* src, size_t bytes,
         memcpy(dst, src, bytes);
         return;
     }
-    size_t step = (bytes / parts + 4095) & ~(size_t)4095;
-    std::vector<std::thread> helpers;
-    helpers.reserve(parts - 1);
-    size_t off = step;
-    for (size_t p = 1; p < parts && off < bytes; p++, off += step) {
+    // Pieces of ⌈bytes/parts⌉ rounded up to a page: at most `parts` of
+    // them cover every byte.
+    size_t step = ((bytes + parts - 1) / parts + 4095) & ~(size_t)4095;
+    size_t pieces = (bytes + step - 1) / step;
+    fork_join(pieces, [=](size_t i) {
+        size_t off = i * step;
         size_t k = bytes - off < step ? bytes - off : step;
-        helpers.emplace_back([=] { memcpy(dst + off, src + off, k); });
-    }
-    memcpy(dst, src, step < bytes ? step : bytes);
-    for (auto& t : helpers)
-        t.join();
+        memcpy(dst + off, src + off, k);
+    });
 }
 
 // A context's page-locked chunk buffers for `staged` copies.

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "host_copy.cuh"  // fork_join
+
 // acc[i] = first ? sums[i] : acc[i] + sums[i] for i < n (buckets; `degree`
 // threads per element, every lane of a warp taking part).
 template<class bucket_T, class bucket_mem = typename bucket_T::mem_t>
@@ -134,22 +136,6 @@ struct msm_driver {
     void run(point_T* out, const affine_T* points, const fr_t* scalars,
              size_t npoints)
     {
-        try {
-            run_batches(out, points, scalars, npoints);
-        } catch (...) {
-            // The scratch is freed on the main stream: let the sort stream
-            // finish with it first.
-            (void)cudaStreamSynchronize(gpu[2]);
-            (void)cudaStreamSynchronize(gpu);
-            (void)cudaGetLastError();
-            throw;
-        }
-    }
-
-private:
-    void run_batches(point_T* out, const affine_T* points, const fr_t* scalars,
-                     size_t npoints)
-    {
         out->inf();
         if (npoints == 0)
             return;
@@ -174,6 +160,26 @@ private:
         size_t acc_b = nacc * sizeof(bucket_mem);
         dev_ptr_t<uint8_t> blob{buckets_b + hist_b + temps_b + digits_b + acc_b,
                                 ms};
+        // Declared after the scratch, so destroyed before it: whatever
+        // the sort stream still has queued (an exception may leave work
+        // there) comes before the scratch's free on the main stream.
+        struct sort_first {
+            const stream_t& ms;
+            const stream_t& ss;
+            ~sort_first()
+            {
+                cudaEvent_t e;
+                if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) ==
+                    cudaSuccess) {
+                    (void)cudaEventRecord(e, ss);
+                    (void)cudaStreamWaitEvent(ms, e, 0);
+                    (void)cudaEventDestroy(e);
+                } else {
+                    (void)cudaStreamSynchronize(ss);
+                }
+                (void)cudaGetLastError();
+            }
+        } guard{ms, ss};
         uint8_t* base = &blob[0];
         bucket_mem* d_buckets = (bucket_mem*)base;
         vec2d_t<uint32_t> d_hist{(uint32_t*)(base + buckets_b), (uint32_t)row_sz};
@@ -258,17 +264,12 @@ private:
 
         // Windows in parallel, then Horner from the top window down.
         std::vector<point_T> win(nwins);
-        auto one_window = [&](uint32_t y) {
+        auto one_window = [&](size_t y) {
             uint32_t bits = y == nwins - 1 ? top : wbits;
             win[y] = window_sum(&sums[y * 2 * T], bits);
         };
         if (npoints >= ((size_t)1 << 16)) {
-            std::vector<std::thread> pool;
-            pool.reserve(nwins);
-            for (uint32_t y = 0; y < nwins; y++)
-                pool.emplace_back(one_window, y);
-            for (auto& t : pool)
-                t.join();
+            fork_join(nwins, one_window);
         } else {
             for (uint32_t y = 0; y < nwins; y++)
                 one_window(y);

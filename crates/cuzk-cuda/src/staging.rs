@@ -88,7 +88,10 @@ impl StagingTier {
 /// every window and 16 bytes of sort scratch per point, per window 2^(w−1)
 /// buckets and histogram counters, plus the accumulated window sums. The
 /// larger of G1 (192-byte buckets) and G2 (384-byte buckets, never wide),
-/// with batch-addition sums for up to 256 SMs.
+/// with batch-addition sums for up to 256 SMs. It bounds MSMs over device
+/// points (resident SRS) at the default windows; an MSM over host points
+/// (streamed SRS, sppark's `msm_t`) also takes a buffer of two batches of
+/// points, and `CUZK_MSM_WBITS` wider windows, neither counted here.
 pub fn msm_temp(points: u64) -> u64 {
     let n = points.max(1);
     let lg = (n + n / 2).ilog2();
