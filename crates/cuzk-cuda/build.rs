@@ -15,6 +15,7 @@ fn main() {
     println!("cargo:rerun-if-changed=cuda");
     println!("cargo:rerun-if-env-changed=NVCC");
     println!("cargo:rerun-if-env-changed=CUDA_LIB_DIR");
+    println!("cargo:rerun-if-env-changed=CUZK_CUDA_ARCHS");
     if env::var_os("CARGO_FEATURE_CUDA").is_none() {
         return;
     }
@@ -47,7 +48,11 @@ fn main() {
         .include(&blst_src)
         .include(&blst_bindings)
         .include("cuda");
-    for arch in ["80", "89", "90"] {
+    // `CUZK_CUDA_ARCHS=90` (comma-separated) narrows the native code for
+    // quicker builds while iterating on one card; the default covers A100,
+    // L4/L40/RTX 40xx and H100/H200.
+    let archs = env::var("CUZK_CUDA_ARCHS").unwrap_or_else(|_| "80,89,90".into());
+    for arch in archs.split(',').map(str::trim).filter(|a| !a.is_empty()) {
         nv.flag("-gencode")
             .flag(format!("arch=compute_{arch},code=sm_{arch}"));
     }

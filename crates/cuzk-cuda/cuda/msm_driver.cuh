@@ -10,8 +10,8 @@
 //! (`fold_sums`, our kernel), and the host copies and combines them once,
 //! after the last batch. The host never waits between batches.
 //!
-//! The window width follows sppark's rule, except for the largest G1 MSMs
-//! (see `WIDE_WBITS`); `CUZK_MSM_WBITS` (10–22) forces it for MSMs of at
+//! The window width follows sppark's rule, except 15 bits where it says 14
+//! and for the largest G1 MSMs (see `WIDE_WBITS`); `CUZK_MSM_WBITS` (10–22) forces it for MSMs of at
 //! least 2^26 points (for experiments: wider windows mean fewer windows
 //! and batches but more buckets to integrate).
 
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "host_copy.cuh"  // fork_join
+#include "integrate.cuh"
 
 // acc[i] = first ? sums[i] : acc[i] + sums[i] for i < n (buckets; `degree`
 // threads per element, every lane of a warp taking part).
@@ -46,6 +47,66 @@ void fold_sums(bucket_mem* acc, const bucket_mem* sums, uint32_t n, bool first)
     if (i < n)
         acc[i] = a;
 }
+
+// `CUZK_MSM_TRACE=1`: per batch of MSMs of 2^20 points or more, the GPU
+// time of each phase, printed to stderr (for tuning; it adds event records
+// only). Phases: on the sort stream breakdown and sort; on the main stream
+// the wait for the sort, batch_addition, accumulate, integrate and fold.
+struct msm_trace {
+    enum { B0, B1, S1, M0, M1, M2, M3, M4, N };
+    bool on;
+    std::vector<cudaEvent_t> ev;  // N per batch
+
+    explicit msm_trace(size_t npoints)
+    {
+        static const bool env = getenv("CUZK_MSM_TRACE") != nullptr;
+        on = env && npoints >= ((size_t)1 << 20);
+    }
+    void mark(size_t batch, int what, cudaStream_t s)
+    {
+        if (!on)
+            return;
+        while (ev.size() < (batch + 1) * N) {
+            cudaEvent_t e;
+            if (cudaEventCreate(&e) != cudaSuccess) {
+                on = false;
+                return;
+            }
+            ev.push_back(e);
+        }
+        (void)cudaEventRecord(ev[batch * N + what], s);
+    }
+    float gap(size_t batch, int a, int b) const
+    {
+        float ms = -1;
+        (void)cudaEventElapsedTime(&ms, ev[batch * N + a], ev[batch * N + b]);
+        return ms;
+    }
+    // After both streams are synchronised.
+    void report(size_t npoints, uint32_t wbits, uint32_t nwins, uint32_t fanout)
+    {
+        if (!on)
+            return;
+        size_t nb = ev.size() / N;
+        for (size_t i = 0; i < nb; i++)
+            fprintf(stderr,
+                    "msm-trace n=%zu w=%u wins=%u m=%u batch %zu/%zu: breakdown %.2f "
+                    "sort %.2f | wait %.2f batch_add %.2f accumulate %.2f "
+                    "integrate %.2f fold %.2f ms\n",
+                    npoints, wbits, nwins, fanout, i, nb, gap(i, B0, B1), gap(i, B1, S1),
+                    gap(i, B0, M0) < 0 ? 0.f : gap(i, B0, M0), gap(i, M0, M1),
+                    gap(i, M1, M2), gap(i, M2, M3), gap(i, M3, M4));
+        float total = -1;
+        if (nb)
+            (void)cudaEventElapsedTime(&total, ev[B0], ev[(nb - 1) * N + M4]);
+        fprintf(stderr, "msm-trace n=%zu total %.2f ms\n", npoints, total);
+    }
+    ~msm_trace()
+    {
+        for (auto e : ev)
+            (void)cudaEventDestroy(e);
+    }
+};
 
 template<class bucket_T, class point_T, class affine_T>
 struct msm_driver {
@@ -78,6 +139,11 @@ struct msm_driver {
             int w = lg2(npoints + npoints / 2) - 8;
             wbits = w > 18 ? 18 : w < 10 ? 10 : w;
         }
+        // 14-bit windows need 19 of them, the top one 3 bits wide, too
+        // narrow for our integration (`integrate_fanout`); 15-bit need 17
+        // (the ~3.4 M-point B "others" of a 2^27 partition: 11–18 % faster).
+        if (wbits == 14)
+            wbits = 15;
         // The largest G1 MSMs (a 2^27 partition's H) run faster with
         // 20-bit windows: 13 windows instead of 15 and 2 batches instead
         // of 8, for ~4 GB more scratch (docs/PERF.md; wider windows lose:
@@ -90,6 +156,7 @@ struct msm_driver {
         }();
         if (forced >= 10 && forced <= 22 && npoints >= ((size_t)1 << 26))
             wbits = (uint32_t)forced;
+
         nwins = (scalar_t::bit_length() - 1) / wbits + 1;
     }
 
@@ -152,14 +219,21 @@ struct msm_driver {
         size_t row_sz = (size_t)1 << (wbits - 1);
         size_t nsums = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
         size_t nacc = nwins * 2 * T + nsums;
+        // Spans per integrate thread (0: sppark's one block per window).
+        static const bool sppark_integrate = getenv("CUZK_MSM_SPPARK_INTEGRATE") != nullptr;
+        const uint32_t fanout = sppark_integrate ? 0 :
+            integrate_fanout(wbits, nwins, scalar_t::bit_length(),
+                             bucket_T::degree, gpu.sm_count());
+        size_t npairs = fanout ? (size_t)nwins * 2 * T * fanout : 0;
 
         size_t buckets_b = (nwins * row_sz + nsums) * sizeof(bucket_mem);
         size_t hist_b = nwins * row_sz * sizeof(uint32_t);
         size_t temps_b = stride * 2 * sizeof(uint2);
         size_t digits_b = nwins * stride * sizeof(uint32_t);
         size_t acc_b = nacc * sizeof(bucket_mem);
-        dev_ptr_t<uint8_t> blob{buckets_b + hist_b + temps_b + digits_b + acc_b,
-                                ms};
+        size_t pairs_b = npairs * sizeof(bucket_mem);
+        dev_ptr_t<uint8_t> blob{buckets_b + hist_b + temps_b + digits_b + acc_b +
+                                pairs_b, ms};
         // Declared after the scratch, so destroyed before it: whatever
         // the sort stream still has queued (an exception may leave work
         // there) comes before the scratch's free on the main stream.
@@ -188,6 +262,7 @@ struct msm_driver {
                                    (uint32_t)stride};
         bucket_mem* d_acc = (bucket_mem*)(base + buckets_b + hist_b + temps_b +
                                           digits_b);
+        bucket_mem* d_pairs = (bucket_mem*)((uint8_t*)d_acc + acc_b);
         // The scratch is ms's; ss may use it once ms got this far.
         event_t ready, sorted, consumed;
         ready.record(ms);
@@ -198,10 +273,14 @@ struct msm_driver {
             grid -= grid & (0 - grid);
         const size_t sort_shared = sizeof(uint32_t) << DIGIT_BITS;
         const uint32_t top = scalar_t::bit_length() - wbits * (nwins - 1);
+        msm_trace trace{npoints};
+        size_t cur = 0;  // the batch being traced
         auto digits = [&](size_t off, size_t num) {
+            trace.mark(cur, msm_trace::B0, ss);
             breakdown<<<2 * grid, 1024, sizeof(scalar_t) * 1024, ss>>>(
                 d_digits, scalars + off, num, nwins, wbits, true);
             CUDA_OK(cudaGetLastError());
+            trace.mark(cur, msm_trace::B1, ss);
             uint32_t win;
             for (win = 0; win + 1 < nwins; win += 2)
                 ss.launch_coop(sort, {{grid, 2}, SORT_BLOCKDIM, sort_shared},
@@ -211,6 +290,7 @@ struct msm_driver {
                 ss.launch_coop(sort, {{grid, 1}, SORT_BLOCKDIM, sort_shared},
                                d_digits, num, win, d_temps, d_hist, wbits - 1,
                                top - 1, 0u);
+            trace.mark(cur, msm_trace::S1, ss);
             sorted.record(ss);
         };
 
@@ -229,26 +309,43 @@ struct msm_driver {
         digits(0, num);
         for (size_t i = 0; i < batch; i++) {
             sorted.wait(ms);
+            cur = i;
+            trace.mark(i, msm_trace::M0, ms);
             batch_addition<bucket_T><<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, ms>>>(
                 &d_buckets[nwins * row_sz], &d_points[off], num, &d_digits[0][0],
                 d_hist[0][0]);
             CUDA_OK(cudaGetLastError());
+            trace.mark(i, msm_trace::M1, ms);
             ms.launch_coop(accumulate<bucket_T, affine_mem>, {gpu.sm_count(), 0},
                            d_buckets, nwins, wbits,
                            const_cast<affine_mem*>(&d_points[off]), d_digits,
                            d_hist, 0u);
             consumed.record(ms);
-            integrate<bucket_T><<<nwins, MSM_NTHREADS,
-                                  sizeof(bucket_T) * MSM_NTHREADS / bucket_T::degree,
-                                  ms>>>(d_buckets, nwins, wbits,
-                                        scalar_t::bit_length());
+            trace.mark(i, msm_trace::M2, ms);
+            if (fanout) {
+                dim3 grid1{(uint32_t)(T * fanout * bucket_T::degree /
+                                      INTEGRATE_SPAN_THREADS), nwins};
+                integrate_spans<bucket_T><<<grid1, INTEGRATE_SPAN_THREADS, 0, ms>>>(
+                    d_buckets, d_pairs, wbits, scalar_t::bit_length());
+                CUDA_OK(cudaGetLastError());
+                integrate_merge<bucket_T><<<nwins, MSM_NTHREADS, 0, ms>>>(
+                    d_buckets, d_pairs, wbits, scalar_t::bit_length(), fanout);
+            } else {
+                integrate<bucket_T><<<nwins, MSM_NTHREADS,
+                                      sizeof(bucket_T) * MSM_NTHREADS / bucket_T::degree,
+                                      ms>>>(d_buckets, nwins, wbits,
+                                            scalar_t::bit_length());
+            }
             CUDA_OK(cudaGetLastError());
+            trace.mark(i, msm_trace::M3, ms);
             // Window sums of this batch into the accumulator: the first
             // 2T buckets of each row, then the batch-addition sums.
             for (uint32_t y = 0; y < nwins; y++)
                 fold(d_acc + y * 2 * T, d_buckets + y * row_sz, 2 * T, i == 0);
             fold(d_acc + nwins * 2 * T, d_buckets + nwins * row_sz, nsums, i == 0);
+            trace.mark(i, msm_trace::M4, ms);
             if (i + 1 < batch) {
+                cur = i + 1;
                 off += stride;
                 num = off + stride <= npoints ? stride : npoints - off;
                 // The digits buffers are free once accumulate is done.
@@ -261,6 +358,7 @@ struct msm_driver {
         ms.DtoH(sums.data(), d_acc, nacc);
         ms.sync();
         ss.sync();
+        trace.report(npoints, wbits, nwins, fanout);
 
         // Windows in parallel, then Horner from the top window down.
         std::vector<point_T> win(nwins);

@@ -83,10 +83,11 @@ impl StagingTier {
 
 /// Device scratch of one MSM of `points` points through
 /// `cuda/msm_driver.cuh`: sppark's window rule (w = lg2(1.5·n) − 8 within
-/// 10..=18; n/⌈2^(lg−w−6)⌉ points per batch), except 20-bit windows for
-/// the largest G1 MSMs (lg2(1.5·n) ≥ 27); per batch 4-byte digits for
+/// 10..=18; n/⌈2^(lg−w−6)⌉ points per batch), except 15 bits where that
+/// says 14 and 20-bit windows for the largest G1 MSMs (lg2(1.5·n) ≥ 27); per batch 4-byte digits for
 /// every window and 16 bytes of sort scratch per point, per window 2^(w−1)
-/// buckets and histogram counters, plus the accumulated window sums. The
+/// buckets and histogram counters, plus the accumulated window sums and
+/// the span pairs of the two-level integration (`integrate_fanout`). The
 /// larger of G1 (192-byte buckets) and G2 (384-byte buckets, never wide),
 /// with batch-addition sums for up to 256 SMs. It bounds MSMs over device
 /// points (resident SRS) at the default windows; an MSM over host points
@@ -95,20 +96,45 @@ impl StagingTier {
 pub fn msm_temp(points: u64) -> u64 {
     let n = points.max(1);
     let lg = (n + n / 2).ilog2();
-    let scratch = |w: u32, bucket: u64| {
+    let scratch = |w: u32, bucket: u64, degree: u64| {
         let batch = ((1u64 << (lg.max(w) - w)) >> 6).max(1);
         let stride = n.div_ceil(batch).next_multiple_of(32);
         let nwins = 254 / u64::from(w) + 1;
         let (row, sums) = (1u64 << (w - 1), 2048);
+        let pairs = nwins * 2 * (256 / degree) * integrate_fanout(w, degree, 256);
         (nwins * row + sums) * bucket
             + nwins * row * 4
             + stride * 16
             + nwins * stride * 4
             + (nwins * 512 + sums) * bucket
+            + pairs * bucket
     };
-    let w = lg.saturating_sub(8).clamp(10, 18);
-    let g1 = scratch(if lg >= 27 { 20 } else { w }, 192);
-    g1.max(scratch(w, 384))
+    let w = match lg.saturating_sub(8).clamp(10, 18) {
+        14 => 15,
+        w => w,
+    };
+    let g1 = scratch(if lg >= 27 { 20 } else { w }, 192, 1);
+    g1.max(scratch(w, 384, 2))
+}
+
+/// Spans per integrate thread in `cuda/integrate.cuh` (`integrate_fanout`)
+/// for `w`-bit windows on a card with `sms` SMs; 0 where sppark's
+/// `integrate` runs. `degree`: 1 for G1, 2 for G2.
+pub fn integrate_fanout(w: u32, degree: u64, sms: u64) -> u64 {
+    let t = 256 / degree;
+    let k = 1u64 << (w - 1);
+    if k < t * 4 {
+        return 0;
+    }
+    let nwins = 254 / u64::from(w) + 1;
+    let top = 255 - u64::from(w) * (nwins - 1);
+    let stride = 1u64 << (u64::from(w) - top.min(u64::from(w)));
+    let per_block = 128 / degree;
+    let mut m = 1;
+    while m < 16 && nwins * t * (m * 2) / per_block <= 2 * sms && k / (t * m * 2) >= 2 * stride {
+        m *= 2;
+    }
+    if m >= 2 { m } else { 0 }
 }
 
 /// The first tier whose need plus `margin` fits in `room` bytes;
@@ -186,6 +212,7 @@ mod tests {
             + stride * 16
             + nwins * stride * 4
             + (nwins * 512 + sums) * 192
+            + nwins * 512 * integrate_fanout(w, 1, 132) * 192
     }
 
     #[test]
@@ -193,14 +220,37 @@ mod tests {
         for lg in [16u32, 20, 24, 26, 27, 28] {
             for n in [(1u64 << lg) - 1, 3 << (lg - 2), 3 << (lg - 1)] {
                 let wide = (n + n / 2).ilog2() >= 27;
-                let w = if wide {
-                    20
-                } else {
-                    ((n + n / 2).ilog2().saturating_sub(8)).clamp(10, 18)
+                let w = match ((n + n / 2).ilog2().saturating_sub(8)).clamp(10, 18) {
+                    _ if wide => 20,
+                    14 => 15,
+                    w => w,
                 };
                 let (bound, g1) = (msm_temp(n), driver_scratch(n, w));
                 assert!(bound >= g1, "n={n}: bound {bound} < scratch {g1}");
                 assert!(bound < g1 * 2, "n={n}: bound {bound} far above {g1}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_integrate_fanout_covers_an_h200_and_keeps_whole_strides() {
+        // 2^27 H MSM (20-bit windows, 13 of them) and the ~13 M-point
+        // "others" (16-bit, 16): eight spans per thread, 208 and 256 blocks
+        // of 128 threads on 132 SMs.
+        assert_eq!(integrate_fanout(20, 1, 132), 8);
+        assert_eq!(integrate_fanout(16, 1, 132), 8);
+        // A 3-bit top window (12-bit windows) spreads its digits 512
+        // buckets apart: no span would hold two of them.
+        assert_eq!(integrate_fanout(12, 1, 132), 0);
+        assert_eq!(integrate_fanout(14, 2, 132), 0);
+        assert_eq!(integrate_fanout(15, 2, 132), 4);
+        assert_eq!(integrate_fanout(18, 1, 132), 0);
+        // Too few buckets per thread.
+        assert_eq!(integrate_fanout(10, 1, 132), 0);
+        for w in 10..=22 {
+            for degree in [1, 2] {
+                let m = integrate_fanout(w, degree, 256);
+                assert!(m == 0 || (m.is_power_of_two() && (2..=16).contains(&m)));
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Shared by the GPU tests: the device (or a loud skip when none exists)
 //! and the CPU-vs-GPU comparison of one batch of witnesses.
 
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use blstrs::Scalar;
@@ -9,9 +10,29 @@ use cuzk_prover::backend::{ProveStats, ProverBackend, SrsRef};
 use cuzk_prover::synth::PartitionWitness;
 use cuzk_prover::CpuBackend;
 
+/// Device 0 for one test at a time: the tests of a binary run on threads
+/// of one process and share the device's state (resident SRS, worker
+/// contexts, `vram_limit`, the injected allocation failures), so each
+/// holds this lock for its whole run.
+pub struct Gpu {
+    backend: CudaBackend,
+    _turn: MutexGuard<'static, ()>,
+}
+
+impl std::ops::Deref for Gpu {
+    type Target = CudaBackend;
+    fn deref(&self) -> &CudaBackend {
+        &self.backend
+    }
+}
+
 /// Device 0, or `None` (with a loud message) when the machine has no usable
 /// CUDA device. Any other failure fails the test.
-pub fn gpu() -> Option<CudaBackend> {
+pub fn gpu() -> Option<Gpu> {
+    static TURN: Mutex<()> = Mutex::new(());
+    // A test that failed while holding the lock leaves it poisoned; the
+    // device is still usable by the next one.
+    let turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
     let count = cuzk_cuda::device_count().unwrap_or_else(|e| panic!("counting CUDA devices: {e}"));
     if count == 0 {
         eprintln!("\n!!!!!!!! SKIPPED: no CUDA device on this machine: this GPU test proved NOTHING !!!!!!!!\n");
@@ -23,7 +44,10 @@ pub fn gpu() -> Option<CudaBackend> {
         backend.name(),
         backend.device_name().unwrap_or_else(|e| e.to_string())
     );
-    Some(backend)
+    Some(Gpu {
+        backend,
+        _turn: turn,
+    })
 }
 
 fn ms(d: Duration) -> f64 {
