@@ -11,9 +11,10 @@
 //! after the last batch. The host never waits between batches.
 //!
 //! The window width follows sppark's rule, except 15 bits where it says 14
-//! and for the largest G1 MSMs (see `WIDE_WBITS`); `CUZK_MSM_WBITS` (10–22) forces it for MSMs of at
-//! least 2^26 points (for experiments: wider windows mean fewer windows
-//! and batches but more buckets to integrate).
+//! and for the largest G1 MSMs (see `WIDE_WBITS`); `CUZK_MSM_WBITS` (10–22)
+//! forces it for MSMs of at least 2^26 points (for experiments: wider
+//! windows mean fewer windows and batches but more buckets to integrate).
+//! Buckets are integrated by `integrate.cuh` where it applies.
 
 #ifndef __CUZK_MSM_DRIVER_CUH__
 #define __CUZK_MSM_DRIVER_CUH__
@@ -156,7 +157,6 @@ struct msm_driver {
         }();
         if (forced >= 10 && forced <= 22 && npoints >= ((size_t)1 << 26))
             wbits = (uint32_t)forced;
-
         nwins = (scalar_t::bit_length() - 1) / wbits + 1;
     }
 
