@@ -309,7 +309,6 @@ struct msm_driver {
         digits(0, num);
         for (size_t i = 0; i < batch; i++) {
             sorted.wait(ms);
-            cur = i;
             trace.mark(i, msm_trace::M0, ms);
             batch_addition<bucket_T><<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, ms>>>(
                 &d_buckets[nwins * row_sz], &d_points[off], num, &d_digits[0][0],

@@ -81,11 +81,20 @@ impl StagingTier {
     }
 }
 
+/// The window width `cuda/msm_driver.cuh` takes for an MSM with
+/// lg = lg2(1.5·n): sppark's rule (lg − 8 within 10..=18), except 15 bits
+/// where that says 14, and 20 bits for the largest G1 MSMs (lg ≥ 27).
+pub fn msm_wbits(lg: u32, g1: bool) -> u32 {
+    match lg.saturating_sub(8).clamp(10, 18) {
+        _ if g1 && lg >= 27 => 20,
+        14 => 15,
+        w => w,
+    }
+}
+
 /// Device scratch of one MSM of `points` points through
-/// `cuda/msm_driver.cuh`: sppark's window rule (w = lg2(1.5·n) − 8 within
-/// 10..=18; n/⌈2^(lg−w−6)⌉ points per batch), except 15 bits where that
-/// says 14 and 20-bit windows for the largest G1 MSMs (lg2(1.5·n) ≥ 27); per batch 4-byte digits for
-/// every window and 16 bytes of sort scratch per point, per window 2^(w−1)
+/// `cuda/msm_driver.cuh`: windows of [`msm_wbits`], n/⌈2^(lg−w−6)⌉ points
+/// per batch; per batch 4-byte digits for every window and 16 bytes of sort scratch per point, per window 2^(w−1)
 /// buckets and histogram counters, plus the accumulated window sums and
 /// the span pairs of the two-level integration (`integrate_fanout`). The
 /// larger of G1 (192-byte buckets) and G2 (384-byte buckets, never wide),
@@ -109,12 +118,8 @@ pub fn msm_temp(points: u64) -> u64 {
             + (nwins * 512 + sums) * bucket
             + pairs * bucket
     };
-    let w = match lg.saturating_sub(8).clamp(10, 18) {
-        14 => 15,
-        w => w,
-    };
-    let g1 = scratch(if lg >= 27 { 20 } else { w }, 192, 1);
-    g1.max(scratch(w, 384, 2))
+    let g1 = scratch(msm_wbits(lg, true), 192, 1);
+    g1.max(scratch(msm_wbits(lg, false), 384, 2))
 }
 
 /// Spans per integrate thread in `cuda/integrate.cuh` (`integrate_fanout`)
@@ -219,17 +224,22 @@ mod tests {
     fn the_msm_bound_covers_the_driver() {
         for lg in [16u32, 20, 24, 26, 27, 28] {
             for n in [(1u64 << lg) - 1, 3 << (lg - 2), 3 << (lg - 1)] {
-                let wide = (n + n / 2).ilog2() >= 27;
-                let w = match ((n + n / 2).ilog2().saturating_sub(8)).clamp(10, 18) {
-                    _ if wide => 20,
-                    14 => 15,
-                    w => w,
-                };
+                let w = msm_wbits((n + n / 2).ilog2(), true);
                 let (bound, g1) = (msm_temp(n), driver_scratch(n, w));
                 assert!(bound >= g1, "n={n}: bound {bound} < scratch {g1}");
                 assert!(bound < g1 * 2, "n={n}: bound {bound} far above {g1}");
             }
         }
+    }
+
+    #[test]
+    fn the_window_rule_is_the_drivers() {
+        // sppark's rule, 14 → 15, 20 bits only for the largest G1 MSMs.
+        let cases = [(16, 10), (20, 12), (22, 15), (23, 15), (24, 16), (26, 18)];
+        for (lg, w) in cases {
+            assert_eq!((msm_wbits(lg, true), msm_wbits(lg, false)), (w, w), "lg {lg}");
+        }
+        assert_eq!((msm_wbits(27, true), msm_wbits(27, false)), (20, 18));
     }
 
     #[test]
