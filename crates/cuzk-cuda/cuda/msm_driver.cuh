@@ -274,8 +274,7 @@ struct msm_driver {
         const size_t sort_shared = sizeof(uint32_t) << DIGIT_BITS;
         const uint32_t top = scalar_t::bit_length() - wbits * (nwins - 1);
         msm_trace trace{npoints};
-        size_t cur = 0;  // the batch being traced
-        auto digits = [&](size_t off, size_t num) {
+        auto digits = [&](size_t cur, size_t off, size_t num) {
             trace.mark(cur, msm_trace::B0, ss);
             breakdown<<<2 * grid, 1024, sizeof(scalar_t) * 1024, ss>>>(
                 d_digits, scalars + off, num, nwins, wbits, true);
@@ -306,7 +305,7 @@ struct msm_driver {
 
         size_t off = 0;
         size_t num = stride < npoints ? stride : npoints;
-        digits(0, num);
+        digits(0, 0, num);
         for (size_t i = 0; i < batch; i++) {
             sorted.wait(ms);
             trace.mark(i, msm_trace::M0, ms);
@@ -344,12 +343,11 @@ struct msm_driver {
             fold(d_acc + nwins * 2 * T, d_buckets + nwins * row_sz, nsums, i == 0);
             trace.mark(i, msm_trace::M4, ms);
             if (i + 1 < batch) {
-                cur = i + 1;
                 off += stride;
                 num = off + stride <= npoints ? stride : npoints - off;
                 // The digits buffers are free once accumulate is done.
                 consumed.wait(ss);
-                digits(off, num);
+                digits(i + 1, off, num);
             }
         }
 
