@@ -101,6 +101,19 @@ impl Scripted {
     pub fn proved_markers(&self) -> Vec<u8> {
         self.proved().into_iter().map(|(m, _)| m).collect()
     }
+    /// Blocks until some partition of job `marker` has started proving;
+    /// returns the first one's index.
+    pub fn wait_first_proving(&self, marker: u8) -> usize {
+        let g = self.proved.lock().unwrap();
+        let (g, t) = self
+            .entered
+            .wait_timeout_while(g, Duration::from_secs(20), |v| {
+                !v.iter().any(|&(m, _)| m == marker)
+            })
+            .unwrap();
+        assert!(!t.timed_out(), "no partition of job {marker} started proving");
+        g.iter().find(|&&(m, _)| m == marker).map(|&(_, k)| k).unwrap_or(0)
+    }
     /// Blocks until (marker, partition) has started proving.
     pub fn wait_proving(&self, marker: u8, k: usize) {
         let g = self.proved.lock().unwrap();
