@@ -333,7 +333,11 @@ async fn memory_goes_to_the_most_urgent_partition_first() {
     let mut rest: Vec<usize> = order[2..].iter().map(|(_, k)| *k).collect();
     rest.push(first);
     rest.sort();
-    assert_eq!(rest, vec![0, 1, 2, 3], "every partition of job 1 proved once");
+    assert_eq!(
+        rest,
+        vec![0, 1, 2, 3],
+        "every partition of job 1 proved once"
+    );
 }
 
 #[tokio::test]

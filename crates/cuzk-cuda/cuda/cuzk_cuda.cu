@@ -4,8 +4,10 @@
 //! `jacobian_t`), its NTT (`ntt/ntt.cuh`), its Pippenger MSM
 //! (`msm/pippenger.cuh`) and bitmap batch addition. Our own kernels are
 //! small: the pointwise `(a·b − c)·Z⁻¹` on the coset, the compaction of
-//! scalars by a density bitmap (`kernels.cuh`) and the 0/1 split of the
-//! witness MSMs (`split01.cuh`). The H stage's entry points are in
+//! scalars by a density bitmap (`kernels.cuh`), the 0/1 split of the
+//! witness MSMs (`split01.cuh`) and, in our MSM driver
+//! (`msm_driver.cuh`), the sort by bucket around CUB's radix sort
+//! (`bucket_sort.cuh`) and the bucket integration (`integrate.cuh`). The H stage's entry points are in
 //! `h_stage.cuh`, the context's allocator in `dalloc.cuh`, host-to-device
 //! copies in `host_copy.cuh`. Memory layouts are blst's, which are
 //! blstrs': `fr_t` is blst_fr (Montgomery, 4×u64 LE), an affine point is
@@ -18,6 +20,8 @@
 //! whose message Rust frees: nothing unwinds into Rust, nothing aborts.
 
 #include <cuda.h>
+// CUB (with the toolkit) before sppark's headers, whose macros it need not see.
+#include <cub/device/device_radix_sort.cuh>
 #include <cstdint>
 #include <cstring>
 #include <vector>

@@ -19,23 +19,66 @@ static void enqueue_vec(cuzk_cuda_ctx* ctx, const stream_t& cp, int k,
     landed.record(cp);
 }
 
-// One vector's iNTT and coset NTT on `s` (natural order in and out).
-static void to_coset(const stream_t& s, fr_t* d, uint32_t lg_n)
+// `CUZK_NTT_TRACE=1`: the GPU time of each step of `cuzk_cuda_h_compute`
+// (the H stage without copies), printed to stderr; event records only.
+struct ntt_trace {
+    bool on;
+    std::vector<std::pair<const char*, cudaEvent_t>> ev;
+    ntt_trace()
+    {
+        static const bool env = getenv("CUZK_NTT_TRACE") != nullptr;
+        on = env;
+    }
+    void mark(const char* what, const stream_t& s)
+    {
+        cudaEvent_t e;
+        if (!on || cudaEventCreate(&e) != cudaSuccess)
+            return;
+        (void)cudaEventRecord(e, s);
+        ev.emplace_back(what, e);
+    }
+    // After the stream is synchronised.
+    void report(uint32_t lg_n)
+    {
+        for (size_t i = 1; i < ev.size(); i++) {
+            float ms = -1;
+            (void)cudaEventElapsedTime(&ms, ev[i - 1].second, ev[i].second);
+            fprintf(stderr, "ntt-trace lg=%u %s %.2f ms\n", lg_n, ev[i].first, ms);
+        }
+    }
+    ~ntt_trace()
+    {
+        for (auto& e : ev)
+            (void)cudaEventDestroy(e.second);
+    }
+};
+
+// One vector's iNTT and coset NTT on `s` (natural order in and out). The
+// coset NTT is sppark's coset shift (`LDE_powers`) and its standard NTT,
+// as its Type::coset does, in two calls so that a trace can time each.
+static void to_coset(const stream_t& s, fr_t* d, uint32_t lg_n,
+                     ntt_trace* t = nullptr)
 {
     if (lg_n == 0)
         return;
-    NTT::Base_dev_ptr(const_cast<stream_t&>(s), d, lg_n,
-                      NTT::InputOutputOrder::NR, NTT::Direction::inverse,
-                      NTT::Type::standard);
-    NTT::Base_dev_ptr(const_cast<stream_t&>(s), d, lg_n,
-                      NTT::InputOutputOrder::RN, NTT::Direction::forward,
-                      NTT::Type::coset);
+    stream_t& st = const_cast<stream_t&>(s);
+    NTT::Base_dev_ptr(st, d, lg_n, NTT::InputOutputOrder::NR,
+                      NTT::Direction::inverse, NTT::Type::standard);
+    if (t)
+        t->mark("intt", s);
+    NTT::LDE_powers(st, d, lg_n);
+    if (t)
+        t->mark("coset_shift", s);
+    NTT::Base_dev_ptr(st, d, lg_n, NTT::InputOutputOrder::RN,
+                      NTT::Direction::forward, NTT::Type::standard);
+    if (t)
+        t->mark("ntt", s);
 }
 
 // The H coefficients from a|b|c once each vector is on the coset (see
 // to_coset; generator 7): (a·b − c)·z_inv, then the coset iNTT, on `s`.
 static void h_finish(cuzk_cuda_ctx* ctx, const stream_t& s, uint32_t lg_n,
-                     const fr_t* z_inv)
+                     const fr_t* z_inv, ntt_trace* t = nullptr)
 {
     if (lg_n == 0)
         return;
@@ -44,9 +87,13 @@ static void h_finish(cuzk_cuda_ctx* ctx, const stream_t& s, uint32_t lg_n,
     fr_t zi;
     memcpy((void*)&zi, (const void*)z_inv, sizeof(fr_t));
     launch_h_pointwise(s, d, d + n, d + 2 * n, zi, n);
+    if (t)
+        t->mark("pointwise", s);
     NTT::Base_dev_ptr(const_cast<stream_t&>(s), d, lg_n,
                       NTT::InputOutputOrder::NN, NTT::Direction::inverse,
                       NTT::Type::coset);
+    if (t)
+        t->mark("coset_intt", s);
 }
 
 // Checks the domain and makes room for a|b|c.
@@ -103,10 +150,13 @@ RustError cuzk_cuda_h_compute(cuzk_cuda_ctx* ctx, uint32_t lg_n,
         return bad_arg("a, b, c not uploaded for this domain");
     const stream_t& s = gpu;
     size_t n = (size_t)1 << lg_n;
+    ntt_trace trace;
+    trace.mark("start", s);
     for (int k = 0; k < 3; k++)
-        to_coset(s, ctx->abc.ptr + k * n, lg_n);
-    h_finish(ctx, s, lg_n, z_inv);
+        to_coset(s, ctx->abc.ptr + k * n, lg_n, &trace);
+    h_finish(ctx, s, lg_n, z_inv, &trace);
     s.sync();
+    trace.report(lg_n);
     ctx->h_ready = true;
     CUZK_CATCH
 }

@@ -11,10 +11,11 @@
 //! and thread t < T, at row[2t] the sum of the span's buckets weighted by
 //! their index within the span (+1), and at row[2t+1] the span's plain sum.
 //!
-//! The top window of a scalar narrower than nwins·w bits holds digits only
-//! every `stride` = 2^(w − top) buckets (sppark's sort spreads them so); a
-//! bucket's weight counts only those positions. Every span must hold whole
-//! strides, which bounds m (`integrate_fanout`).
+//! The top window of a scalar narrower than nwins·w bits has its digits'
+//! points spread over groups of `stride` = 2^(w − top) buckets, all of a
+//! group one weight (sppark's sort and ours spread them so); a bucket's
+//! weight counts only whole groups. Every span must hold whole strides,
+//! which bounds m (`integrate_fanout`).
 
 #ifndef __CUZK_INTEGRATE_CUH__
 #define __CUZK_INTEGRATE_CUH__

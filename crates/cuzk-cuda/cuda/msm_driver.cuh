@@ -10,11 +10,14 @@
 //! (`fold_sums`, our kernel), and the host copies and combines them once,
 //! after the last batch. The host never waits between batches.
 //!
-//! The window width follows sppark's rule, except 15 bits where it says 14
-//! and for the largest G1 MSMs (see `WIDE_WBITS`); `CUZK_MSM_WBITS` (10–22)
-//! forces it for MSMs of at least 2^26 points (for experiments: wider
+//! The window width follows sppark's rule, except 17 bits for the middle
+//! sizes and 20 for the largest G1 MSMs (see `WIDE_WBITS`); `CUZK_MSM_WBITS` (10–22)
+//! forces it for MSMs of at least 2^26 points, `CUZK_MSM_WBITS_MID` for
+//! those of 2^21 to 2^26 (for experiments: wider
 //! windows mean fewer windows and batches but more buckets to integrate).
-//! Buckets are integrated by `integrate.cuh` where it applies.
+//! Buckets are integrated by `integrate.cuh` where it applies, and each
+//! batch's digits are sorted by `bucket_sort.cuh` (CUB's radix sort over
+//! all SMs); `CUZK_MSM_SPPARK_SORT=1` switches back to sppark's `sort`.
 
 #ifndef __CUZK_MSM_DRIVER_CUH__
 #define __CUZK_MSM_DRIVER_CUH__
@@ -24,6 +27,7 @@
 
 #include "host_copy.cuh"  // fork_join
 #include "integrate.cuh"
+#include "bucket_sort.cuh"
 
 // acc[i] = first ? sums[i] : acc[i] + sums[i] for i < n (buckets; `degree`
 // threads per element, every lane of a warp taking part).
@@ -84,7 +88,8 @@ struct msm_trace {
         return ms;
     }
     // After both streams are synchronised.
-    void report(size_t npoints, uint32_t wbits, uint32_t nwins, uint32_t fanout)
+    void report(size_t npoints, uint32_t wbits, uint32_t nwins, uint32_t fanout,
+                size_t cub_bytes)
     {
         if (!on)
             return;
@@ -100,7 +105,8 @@ struct msm_trace {
         float total = -1;
         if (nb)
             (void)cudaEventElapsedTime(&total, ev[B0], ev[(nb - 1) * N + M4]);
-        fprintf(stderr, "msm-trace n=%zu total %.2f ms\n", npoints, total);
+        fprintf(stderr, "msm-trace n=%zu total %.2f ms (CUB sort scratch %zu bytes)\n",
+                npoints, total, cub_bytes);
     }
     ~msm_trace()
     {
@@ -140,16 +146,19 @@ struct msm_driver {
             int w = lg2(npoints + npoints / 2) - 8;
             wbits = w > 18 ? 18 : w < 10 ? 10 : w;
         }
-        // 14-bit windows need 19 of them, the top one 3 bits wide, too
-        // narrow for our integration (`integrate_fanout`); 15-bit need 17
-        // (the ~3.4 M-point B "others" of a 2^27 partition: 11–18 % faster).
-        if (wbits == 14)
-            wbits = 15;
+        // With CUB's sort (`bucket_sort.cuh`) a window costs less, so the
+        // middle sizes take 17-bit windows where sppark's rule says 14–16:
+        // the ~3.4 M-point B "others" and the ~13 M-point L/A "others" of
+        // a 2^27 partition, 10–16 % faster (docs/PERF.md). (14-bit windows
+        // also left a 3-bit top window, too narrow for our integration.)
+        int lg = lg2(npoints + npoints / 2);
+        if (lg >= 22 && lg <= 24)
+            wbits = 17;
         // The largest G1 MSMs (a 2^27 partition's H) run faster with
         // 20-bit windows: 13 windows instead of 15 and 2 batches instead
         // of 8, for ~4 GB more scratch (docs/PERF.md; wider windows lose:
         // `integrate` has one block per window). Smaller MSMs lose.
-        if (bucket_T::degree == 1 && lg2(npoints + npoints / 2) >= WIDE_LG)
+        if (bucket_T::degree == 1 && lg >= (int)WIDE_LG)
             wbits = WIDE_WBITS;
         static const long forced = [] {
             const char* v = getenv("CUZK_MSM_WBITS");
@@ -157,6 +166,13 @@ struct msm_driver {
         }();
         if (forced >= 10 && forced <= 22 && npoints >= ((size_t)1 << 26))
             wbits = (uint32_t)forced;
+        static const long forced_mid = [] {
+            const char* v = getenv("CUZK_MSM_WBITS_MID");
+            return v ? strtol(v, nullptr, 10) : 0;
+        }();
+        if (forced_mid >= 10 && forced_mid <= 22 && npoints >= ((size_t)1 << 21) &&
+            npoints < ((size_t)1 << 26))
+            wbits = (uint32_t)forced_mid;
         nwins = (scalar_t::bit_length() - 1) / wbits + 1;
     }
 
@@ -226,9 +242,18 @@ struct msm_driver {
                              bucket_T::degree, gpu.sm_count());
         size_t npairs = fanout ? (size_t)nwins * 2 * T * fanout : 0;
 
+        static const bool sppark_sort = getenv("CUZK_MSM_SPPARK_SORT") != nullptr;
+        const uint32_t top = scalar_t::bit_length() - wbits * (nwins - 1);
+        const bucket_sorter sorter{wbits, nwins, top};
+        // sppark's sort takes 16 bytes a point; ours 12 and CUB's scratch.
+        size_t cub_b = 0, temps_b = stride * 2 * sizeof(uint2);
+        if (!sppark_sort) {
+            cub_b = (bucket_sorter::cub_bytes(stride, wbits) + 255) & ~(size_t)255;
+            if (temps_b < stride * 12 + cub_b)
+                temps_b = stride * 12 + cub_b;
+        }
         size_t buckets_b = (nwins * row_sz + nsums) * sizeof(bucket_mem);
         size_t hist_b = nwins * row_sz * sizeof(uint32_t);
-        size_t temps_b = stride * 2 * sizeof(uint2);
         size_t digits_b = nwins * stride * sizeof(uint32_t);
         size_t acc_b = nacc * sizeof(bucket_mem);
         size_t pairs_b = npairs * sizeof(bucket_mem);
@@ -272,7 +297,6 @@ struct msm_driver {
         while (grid & (grid - 1))
             grid -= grid & (0 - grid);
         const size_t sort_shared = sizeof(uint32_t) << DIGIT_BITS;
-        const uint32_t top = scalar_t::bit_length() - wbits * (nwins - 1);
         msm_trace trace{npoints};
         auto digits = [&](size_t cur, size_t off, size_t num) {
             trace.mark(cur, msm_trace::B0, ss);
@@ -280,6 +304,14 @@ struct msm_driver {
                 d_digits, scalars + off, num, nwins, wbits, true);
             CUDA_OK(cudaGetLastError());
             trace.mark(cur, msm_trace::B1, ss);
+            if (!sppark_sort) {
+                uint32_t* t = (uint32_t*)d_temps[0];
+                sorter.run(ss, d_digits, d_hist, t, stride, t + 3 * stride,
+                           temps_b - stride * 12, num);
+                trace.mark(cur, msm_trace::S1, ss);
+                sorted.record(ss);
+                return;
+            }
             uint32_t win;
             for (win = 0; win + 1 < nwins; win += 2)
                 ss.launch_coop(sort, {{grid, 2}, SORT_BLOCKDIM, sort_shared},
@@ -355,7 +387,7 @@ struct msm_driver {
         ms.DtoH(sums.data(), d_acc, nacc);
         ms.sync();
         ss.sync();
-        trace.report(npoints, wbits, nwins, fanout);
+        trace.report(npoints, wbits, nwins, fanout, cub_b);
 
         // Windows in parallel, then Horner from the top window down.
         std::vector<point_T> win(nwins);

@@ -82,19 +82,21 @@ impl StagingTier {
 }
 
 /// The window width `cuda/msm_driver.cuh` takes for an MSM with
-/// lg = lg2(1.5·n): sppark's rule (lg − 8 within 10..=18), except 15 bits
-/// where that says 14, and 20 bits for the largest G1 MSMs (lg ≥ 27).
+/// lg = lg2(1.5·n): sppark's rule (lg − 8 within 10..=18), except 17 bits
+/// for lg 22..=24 and 20 bits for the largest G1 MSMs (lg ≥ 27).
 pub fn msm_wbits(lg: u32, g1: bool) -> u32 {
-    match lg.saturating_sub(8).clamp(10, 18) {
-        _ if g1 && lg >= 27 => 20,
-        14 => 15,
-        w => w,
+    match lg {
+        27.. if g1 => 20,
+        22..=24 => 17,
+        _ => lg.saturating_sub(8).clamp(10, 18),
     }
 }
 
 /// Device scratch of one MSM of `points` points through
 /// `cuda/msm_driver.cuh`: windows of [`msm_wbits`], n/⌈2^(lg−w−6)⌉ points
-/// per batch; per batch 4-byte digits for every window and 16 bytes of sort scratch per point, per window 2^(w−1)
+/// per batch; per batch 4-byte digits for every window and the sort's
+/// scratch (16 bytes a point, or 12 and CUB's: at most n/4 bytes and 64
+/// KiB, 7.8 MB measured for 2^26 points), per window 2^(w−1)
 /// buckets and histogram counters, plus the accumulated window sums and
 /// the span pairs of the two-level integration (`integrate_fanout`). The
 /// larger of G1 (192-byte buckets) and G2 (384-byte buckets, never wide),
@@ -113,7 +115,7 @@ pub fn msm_temp(points: u64) -> u64 {
         let pairs = nwins * 2 * (256 / degree) * integrate_fanout(w, degree, 256);
         (nwins * row + sums) * bucket
             + nwins * row * 4
-            + stride * 16
+            + (stride * 16).max(stride * 12 + stride / 4 + (64 << 10))
             + nwins * stride * 4
             + (nwins * 512 + sums) * bucket
             + pairs * bucket
@@ -139,7 +141,11 @@ pub fn integrate_fanout(w: u32, degree: u64, sms: u64) -> u64 {
     while m < 16 && nwins * t * (m * 2) / per_block <= 2 * sms && k / (t * m * 2) >= 2 * stride {
         m *= 2;
     }
-    if m >= 2 { m } else { 0 }
+    if m >= 2 {
+        m
+    } else {
+        0
+    }
 }
 
 /// The first tier whose need plus `margin` fits in `room` bytes;
@@ -214,7 +220,7 @@ mod tests {
         let (row, sums) = (1u64 << (w - 1), 1056);
         (nwins * row + sums) * 192
             + nwins * row * 4
-            + stride * 16
+            + (stride * 16).max(stride * 12 + stride / 4 + (64 << 10))
             + nwins * stride * 4
             + (nwins * 512 + sums) * 192
             + nwins * 512 * integrate_fanout(w, 1, 132) * 192
@@ -234,20 +240,36 @@ mod tests {
 
     #[test]
     fn the_window_rule_is_the_drivers() {
-        // sppark's rule, 14 → 15, 20 bits only for the largest G1 MSMs.
-        let cases = [(16, 10), (20, 12), (22, 15), (23, 15), (24, 16), (26, 18)];
+        // sppark's rule, 17 bits for lg 22..=24, 20 bits only for the
+        // largest G1 MSMs.
+        let cases = [
+            (16, 10),
+            (20, 12),
+            (21, 13),
+            (22, 17),
+            (23, 17),
+            (24, 17),
+            (25, 17),
+            (26, 18),
+        ];
         for (lg, w) in cases {
-            assert_eq!((msm_wbits(lg, true), msm_wbits(lg, false)), (w, w), "lg {lg}");
+            assert_eq!(
+                (msm_wbits(lg, true), msm_wbits(lg, false)),
+                (w, w),
+                "lg {lg}"
+            );
         }
         assert_eq!((msm_wbits(27, true), msm_wbits(27, false)), (20, 18));
     }
 
     #[test]
     fn the_integrate_fanout_covers_an_h200_and_keeps_whole_strides() {
-        // 2^27 H MSM (20-bit windows, 13 of them) and the ~13 M-point
-        // "others" (16-bit, 16): eight spans per thread, 208 and 256 blocks
-        // of 128 threads on 132 SMs.
+        // 2^27 H MSM (20-bit windows, 13 of them) and the ~13 M- and
+        // ~3 M-point "others" (17-bit, 15): eight spans per thread, 208
+        // and 240 blocks of 128 threads on 132 SMs (G1 and G2 alike).
         assert_eq!(integrate_fanout(20, 1, 132), 8);
+        assert_eq!(integrate_fanout(17, 1, 132), 8);
+        assert_eq!(integrate_fanout(17, 2, 132), 8);
         assert_eq!(integrate_fanout(16, 1, 132), 8);
         // A 3-bit top window (12-bit windows) spreads its digits 512
         // buckets apart: no span would hold two of them.

@@ -111,8 +111,14 @@ impl Scripted {
                 !v.iter().any(|&(m, _)| m == marker)
             })
             .unwrap();
-        assert!(!t.timed_out(), "no partition of job {marker} started proving");
-        g.iter().find(|&&(m, _)| m == marker).map(|&(_, k)| k).unwrap_or(0)
+        assert!(
+            !t.timed_out(),
+            "no partition of job {marker} started proving"
+        );
+        g.iter()
+            .find(|&&(m, _)| m == marker)
+            .map(|&(_, k)| k)
+            .unwrap_or(0)
     }
     /// Blocks until (marker, partition) has started proving.
     pub fn wait_proving(&self, marker: u8, k: usize) {
