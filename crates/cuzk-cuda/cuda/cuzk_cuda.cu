@@ -7,9 +7,10 @@
 //! scalars by a density bitmap (`kernels.cuh`), the 0/1 split of the
 //! witness MSMs (`split01.cuh`) and, in our MSM driver
 //! (`msm_driver.cuh`), the sort by bucket around CUB's radix sort
-//! (`bucket_sort.cuh`) and the bucket integration (`integrate.cuh`). The H stage's entry points are in
-//! `h_stage.cuh`, the context's allocator in `dalloc.cuh`, host-to-device
-//! copies in `host_copy.cuh`. Memory layouts are blst's, which are
+//! (`bucket_sort.cuh`), the bucket accumulation in size order
+//! (`accumulate.cuh`) and the bucket integration (`integrate.cuh`). The
+//! H stage's entry points are in `h_stage.cuh`, the context's allocator in
+//! `dalloc.cuh`, host-to-device copies in `host_copy.cuh`. Memory layouts are blst's, which are
 //! blstrs': `fr_t` is blst_fr (Montgomery, 4×u64 LE), an affine point is
 //! blst_p1_affine (Montgomery x, y; identity = all zero),
 //! `jacobian_t<fp_t>` is blst_p1.

@@ -1,6 +1,7 @@
-//! Our host driver around sppark's Pippenger kernels (`breakdown`, `sort`,
-//! `batch_addition`, `accumulate`, `integrate` from `msm/pippenger.cuh`),
-//! for MSMs whose points and scalars are already on the device.
+//! Our host driver around sppark's Pippenger kernels (`breakdown`,
+//! `batch_addition`, and `sort`, `accumulate`, `integrate` where ours are
+//! switched off, from `msm/pippenger.cuh`), for MSMs whose points and
+//! scalars are already on the device.
 //!
 //! sppark's own `msm_t::invoke` copies each batch's window sums to the host
 //! and waits for them before it launches the next batch, so the GPU idles
@@ -17,7 +18,9 @@
 //! windows mean fewer windows and batches but more buckets to integrate).
 //! Buckets are integrated by `integrate.cuh` where it applies, and each
 //! batch's digits are sorted by `bucket_sort.cuh` (CUB's radix sort over
-//! all SMs); `CUZK_MSM_SPPARK_SORT=1` switches back to sppark's `sort`.
+//! all SMs) and accumulated bucket by bucket in size order by
+//! `accumulate.cuh`; `CUZK_MSM_SPPARK_SORT=1` and
+//! `CUZK_MSM_SPPARK_ACCUMULATE=1` switch back to sppark's kernels.
 
 #ifndef __CUZK_MSM_DRIVER_CUH__
 #define __CUZK_MSM_DRIVER_CUH__
@@ -28,6 +31,7 @@
 #include "host_copy.cuh"  // fork_join
 #include "integrate.cuh"
 #include "bucket_sort.cuh"
+#include "accumulate.cuh"
 
 // acc[i] = first ? sums[i] : acc[i] + sums[i] for i < n (buckets; `degree`
 // threads per element, every lane of a warp taking part).
@@ -257,8 +261,15 @@ struct msm_driver {
         size_t digits_b = nwins * stride * sizeof(uint32_t);
         size_t acc_b = nacc * sizeof(bucket_mem);
         size_t pairs_b = npairs * sizeof(bucket_mem);
-        dev_ptr_t<uint8_t> blob{buckets_b + hist_b + temps_b + digits_b + acc_b +
-                                pairs_b, ms};
+        // Our accumulation in size order (accumulate.cuh), or sppark's.
+        static const bool sppark_accumulate =
+            getenv("CUZK_MSM_SPPARK_ACCUMULATE") != nullptr;
+        const ordered_accumulate ordered{wbits - 1, nwins * (uint32_t)row_sz};
+        size_t before_order = (buckets_b + hist_b + temps_b + digits_b + acc_b +
+                               pairs_b + 255) & ~(size_t)255;
+        size_t order_b = sppark_accumulate ? 0 :
+            ordered_accumulate::order_bytes(ordered.total);
+        dev_ptr_t<uint8_t> blob{before_order + order_b, ms};
         // Declared after the scratch, so destroyed before it: whatever
         // the sort stream still has queued (an exception may leave work
         // there) comes before the scratch's free on the main stream.
@@ -288,6 +299,7 @@ struct msm_driver {
         bucket_mem* d_acc = (bucket_mem*)(base + buckets_b + hist_b + temps_b +
                                           digits_b);
         bucket_mem* d_pairs = (bucket_mem*)((uint8_t*)d_acc + acc_b);
+        uint8_t* d_order = base + before_order;
         // The scratch is ms's; ss may use it once ms got this far.
         event_t ready, sorted, consumed;
         ready.record(ms);
@@ -346,10 +358,14 @@ struct msm_driver {
                 d_hist[0][0]);
             CUDA_OK(cudaGetLastError());
             trace.mark(i, msm_trace::M1, ms);
-            ms.launch_coop(accumulate<bucket_T, affine_mem>, {gpu.sm_count(), 0},
-                           d_buckets, nwins, wbits,
-                           const_cast<affine_mem*>(&d_points[off]), d_digits,
-                           d_hist, 0u);
+            if (sppark_accumulate)
+                ms.launch_coop(accumulate<bucket_T, affine_mem>, {gpu.sm_count(), 0},
+                               d_buckets, nwins, wbits,
+                               const_cast<affine_mem*>(&d_points[off]), d_digits,
+                               d_hist, 0u);
+            else
+                ordered.run<bucket_T>(ms, d_order, d_buckets, &d_points[off],
+                                      d_digits, (uint32_t)stride, d_hist);
             consumed.record(ms);
             trace.mark(i, msm_trace::M2, ms);
             if (fanout) {

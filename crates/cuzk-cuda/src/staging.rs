@@ -98,7 +98,8 @@ pub fn msm_wbits(lg: u32, g1: bool) -> u32 {
 /// scratch (16 bytes a point, or 12 and CUB's: at most n/4 bytes and 64
 /// KiB, 7.8 MB measured for 2^26 points), per window 2^(w−1)
 /// buckets and histogram counters, plus the accumulated window sums and
-/// the span pairs of the two-level integration (`integrate_fanout`). The
+/// the span pairs of the two-level integration (`integrate_fanout`) and the
+/// buckets' size order (`cuda/accumulate.cuh`). The
 /// larger of G1 (192-byte buckets) and G2 (384-byte buckets, never wide),
 /// with batch-addition sums for up to 256 SMs. It bounds MSMs over device
 /// points (resident SRS) at the default windows; an MSM over host points
@@ -106,6 +107,10 @@ pub fn msm_wbits(lg: u32, g1: bool) -> u32 {
 /// points, and `CUZK_MSM_WBITS` wider windows, neither counted here.
 pub fn msm_temp(points: u64) -> u64 {
     let n = points.max(1);
+    // The size order of the buckets (`cuda/accumulate.cuh`): four words a
+    // bucket, a counter, CUB's scratch (at most a word a bucket and 64 KiB)
+    // and alignment.
+    let order = |buckets: u64| buckets * 16 + buckets / 4 + (64 << 10) + 768;
     let lg = (n + n / 2).ilog2();
     let scratch = |w: u32, bucket: u64, degree: u64| {
         let batch = ((1u64 << (lg.max(w) - w)) >> 6).max(1);
@@ -119,6 +124,7 @@ pub fn msm_temp(points: u64) -> u64 {
             + nwins * stride * 4
             + (nwins * 512 + sums) * bucket
             + pairs * bucket
+            + order(nwins * row)
     };
     let g1 = scratch(msm_wbits(lg, true), 192, 1);
     g1.max(scratch(msm_wbits(lg, false), 384, 2))
@@ -224,6 +230,8 @@ mod tests {
             + nwins * stride * 4
             + (nwins * 512 + sums) * 192
             + nwins * 512 * integrate_fanout(w, 1, 132) * 192
+            + nwins * row * 16
+            + 512
     }
 
     #[test]

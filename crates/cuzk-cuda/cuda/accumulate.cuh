@@ -1,0 +1,131 @@
+//! Bucket accumulation with balanced warps, for our MSM driver: the step
+//! after the sort (`bucket_sort.cuh`) that sums each bucket's points.
+//!
+//! sppark's `accumulate` hands each warp 32 consecutive buckets, one per
+//! thread, and a warp takes new ones only when its longest bucket is done.
+//! Bucket sizes vary (about ±√m around m points), so lanes idle: the
+//! 2^27 H MSM's `accumulate` ran at ~2.2 G additions/s where a warp of
+//! equal lanes adds ~2.6 G/s (`experiments/affine_add.cu`, its xyzz line).
+//! Here the buckets are first ordered by size, largest first (CUB's radix
+//! sort on the clamped sizes), and the warps take them in that order from
+//! a counter, so the lanes of a warp walk buckets of nearly one length.
+//! The sums land where sppark's kernel puts them, for the integration.
+
+#ifndef __CUZK_ACCUMULATE_CUH__
+#define __CUZK_ACCUMULATE_CUH__
+
+// keys[g] = 0xffff − min(size of bucket g, 0xffff) (so an ascending sort
+// puts the largest first), vals[g] = g, for the buckets g = y·row + x of
+// all windows; window 0's bucket 0 (summed by `batch_addition`) gets size 0.
+__launch_bounds__(256) __global__
+void bucket_sizes(const uint32_t* hist, uint32_t row_bits, uint32_t total,
+                  uint32_t* keys, uint32_t* vals)
+{
+    const uint32_t row = 1U << row_bits;
+    for (uint32_t g = threadIdx.x + blockIdx.x * blockDim.x; g < total;
+         g += gridDim.x * blockDim.x) {
+        uint32_t x = g & (row - 1);
+        uint32_t size = hist[g] - (x ? hist[g - 1] : 0);
+        if (g == 0)
+            size = 0;
+        keys[g] = 0xffffU - min(size, 0xffffU);
+        vals[g] = g;
+    }
+}
+
+// Sums bucket order[t] for t < total, warps taking the next WARP_SZ/degree
+// entries of `order` from `*next` (zero at launch). Bucket g = y·row + x
+// holds the points digits[y][hist[y][x−1] .. hist[y][x]) (sign in bit 31),
+// its sum goes to buckets[g]; window 0's bucket 0 is left at infinity.
+template<class bucket_T, class affine_mem, class bucket_mem = typename bucket_T::mem_t,
+         class affine_T = typename bucket_T::affine_t>
+__launch_bounds__(384) __global__
+void accumulate_ordered(bucket_mem* buckets, uint32_t row_bits,
+                        const affine_mem* points, const uint32_t* digits,
+                        uint32_t digits_stride, const uint32_t* hist,
+                        const uint32_t* order, uint32_t total, uint32_t* next)
+{
+    const uint32_t degree = bucket_T::degree;
+    const uint32_t per_warp = WARP_SZ / degree;
+    const uint32_t lane = (threadIdx.x % WARP_SZ) / degree;
+    const uint32_t row = 1U << row_bits;
+    for (;;) {
+        uint32_t base = 0;
+        if (threadIdx.x % WARP_SZ == 0)
+            base = atomicAdd(next, per_warp);
+        base = __shfl_sync(0xffffffffU, base, 0);
+        if (base >= total)
+            break;
+        uint32_t t = base + lane;
+        if (t >= total)
+            continue;
+        uint32_t g = order[t];
+        uint32_t y = g >> row_bits, x = g & (row - 1);
+        uint32_t end = hist[g], beg = x ? hist[g - 1] : 0;
+        bucket_T acc;
+        if (end > beg && g != 0) {
+            const uint32_t* d = digits + (size_t)y * digits_stride;
+            uint32_t dg = d[beg];
+            affine_T p = points[dg & 0x7fffffffU];
+            acc = p;
+            acc.cneg(dg >> 31);
+            for (uint32_t i = beg + 1; i < end; i++) {
+                dg = d[i];
+                p = points[dg & 0x7fffffffU];
+                acc.add(p, dg >> 31);
+            }
+        } else {
+            acc.inf();
+        }
+        buckets[g] = acc;
+    }
+}
+
+// The order of one batch's buckets and their accumulation, on `s`.
+// Scratch at `tmp`: `order_bytes(total)` (four words a bucket, a counter
+// and CUB's scratch).
+struct ordered_accumulate {
+    uint32_t row_bits, total;
+
+    static size_t cub_bytes(uint32_t total)
+    {
+        size_t bytes = 0;
+        cub::DoubleBuffer<uint32_t> k{nullptr, nullptr}, v{nullptr, nullptr};
+        CUDA_OK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, k, v, (int)total, 0, 16));
+        return (bytes + 255) & ~(size_t)255;
+    }
+    static size_t order_bytes(uint32_t total)
+    {
+        return (size_t)total * 16 + 256 + cub_bytes(total);
+    }
+
+    template<class bucket_T, class affine_mem, class bucket_mem>
+    void run(const stream_t& s, uint8_t* tmp, bucket_mem* buckets,
+             const affine_mem* points, vec2d_t<uint32_t> digits, uint32_t stride,
+             vec2d_t<uint32_t> hist) const
+    {
+        uint32_t* keys0 = (uint32_t*)tmp;
+        uint32_t* keys1 = keys0 + total;
+        uint32_t* vals0 = keys1 + total;
+        uint32_t* vals1 = vals0 + total;
+        uint32_t* next = vals1 + total;
+        uint8_t* cub_tmp = tmp + (size_t)total * 16 + 256;
+        const uint32_t threads = 256;
+        uint32_t blocks = (total + threads - 1) / threads;
+        const uint32_t cap = s.sm_count() * 8;
+        if (blocks > cap)
+            blocks = cap;
+        bucket_sizes<<<blocks, threads, 0, s>>>(hist[0], row_bits, total, keys0, vals0);
+        CUDA_OK(cudaGetLastError());
+        cub::DoubleBuffer<uint32_t> k{keys0, keys1}, v{vals0, vals1};
+        size_t bytes = cub_bytes(total);
+        CUDA_OK(cub::DeviceRadixSort::SortPairs(cub_tmp, bytes, k, v, (int)total, 0, 16,
+                                                (cudaStream_t)s));
+        CUDA_OK(cudaMemsetAsync(next, 0, sizeof(uint32_t), s));
+        s.launch_coop(accumulate_ordered<bucket_T, affine_mem>, {s.sm_count(), 0},
+                      buckets, row_bits, points, (const uint32_t*)digits[0], stride,
+                      (const uint32_t*)hist[0], (const uint32_t*)v.Current(), total, next);
+    }
+};
+
+#endif
