@@ -12,10 +12,10 @@
 //! after the last batch. The host never waits between batches.
 //!
 //! The window width follows sppark's rule, except 17 bits for the middle
-//! sizes and 20 for the largest G1 MSMs (see `WIDE_WBITS`); `CUZK_MSM_WBITS` (10–22)
-//! forces it for MSMs of at least 2^26 points, `CUZK_MSM_WBITS_MID` for
-//! those of 2^21 to 2^26 (for experiments: wider
-//! windows mean fewer windows and batches but more buckets to integrate).
+//! sizes and 20 for the largest G1 MSMs (see `WIDE_WBITS`). For
+//! experiments, `CUZK_MSM_WBITS` (10–22) forces it for MSMs of at least
+//! 2^26 points and `CUZK_MSM_WBITS_MID` for those of 2^21 to 2^26: wider
+//! windows mean fewer windows and batches but more buckets to integrate.
 //! Buckets are integrated by `integrate.cuh` where it applies, and each
 //! batch's digits are sorted by `bucket_sort.cuh` (CUB's radix sort over
 //! all SMs) and accumulated bucket by bucket in size order by
@@ -153,15 +153,16 @@ struct msm_driver {
         // With CUB's sort (`bucket_sort.cuh`) a window costs less, so the
         // middle sizes take 17-bit windows where sppark's rule says 14–16:
         // the ~3.4 M-point B "others" and the ~13 M-point L/A "others" of
-        // a 2^27 partition, 10–16 % faster (docs/PERF.md). (14-bit windows
-        // also left a 3-bit top window, too narrow for our integration.)
+        // a 2^27 partition take 9–16 % less time, the ~6.7 M-point ones of
+        // a 2^26 partition 24–25 % (docs/PERF.md). (14-bit windows also left a 3-bit
+        // top window, too narrow for our integration.)
         int lg = lg2(npoints + npoints / 2);
         if (lg >= 22 && lg <= 24)
             wbits = 17;
         // The largest G1 MSMs (a 2^27 partition's H) run faster with
         // 20-bit windows: 13 windows instead of 15 and 2 batches instead
-        // of 8, for ~4 GB more scratch (docs/PERF.md; wider windows lose:
-        // `integrate` has one block per window). Smaller MSMs lose.
+        // of 8, for ~4 GB more scratch (docs/PERF.md; 21 bits lose, 22
+        // bits are no faster). Smaller MSMs lose.
         if (bucket_T::degree == 1 && lg >= (int)WIDE_LG)
             wbits = WIDE_WBITS;
         static const long forced = [] {
