@@ -82,22 +82,16 @@ void accumulate_ordered(bucket_mem* buckets, uint32_t row_bits,
 }
 
 // The order of one batch's buckets and their accumulation, on `s`.
-// Scratch at `tmp`: `order_bytes(total)` (four words a bucket, a counter
-// and CUB's scratch).
+// Scratch at `tmp`: `order_bytes()` (four words a bucket, a counter and
+// CUB's scratch, `cub_size`, queried once per MSM).
 struct ordered_accumulate {
     uint32_t row_bits, total;
+    size_t cub_size;
 
-    static size_t cub_bytes(uint32_t total)
-    {
-        size_t bytes = 0;
-        cub::DoubleBuffer<uint32_t> k{nullptr, nullptr}, v{nullptr, nullptr};
-        CUDA_OK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, k, v, (int)total, 0, 16));
-        return (bytes + 255) & ~(size_t)255;
-    }
-    static size_t order_bytes(uint32_t total)
-    {
-        return (size_t)total * 16 + 256 + cub_bytes(total);
-    }
+    ordered_accumulate(uint32_t row_bits_, uint32_t total_)
+        : row_bits(row_bits_), total(total_), cub_size(radix_sort_bytes(total_, 16))
+    {}
+    size_t order_bytes() const { return (size_t)total * 16 + 256 + cub_size; }
 
     template<class bucket_T, class affine_mem, class bucket_mem>
     void run(const stream_t& s, uint8_t* tmp, bucket_mem* buckets,
@@ -118,7 +112,7 @@ struct ordered_accumulate {
         bucket_sizes<<<blocks, threads, 0, s>>>(hist[0], row_bits, total, keys0, vals0);
         CUDA_OK(cudaGetLastError());
         cub::DoubleBuffer<uint32_t> k{keys0, keys1}, v{vals0, vals1};
-        size_t bytes = cub_bytes(total);
+        size_t bytes = cub_size;
         CUDA_OK(cub::DeviceRadixSort::SortPairs(cub_tmp, bytes, k, v, (int)total, 0, 16,
                                                 (cudaStream_t)s));
         CUDA_OK(cudaMemsetAsync(next, 0, sizeof(uint32_t), s));

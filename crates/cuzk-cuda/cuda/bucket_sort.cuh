@@ -56,22 +56,23 @@ void bucket_ends(const uint32_t* keys, uint32_t n, uint32_t* hist, uint32_t row)
     }
 }
 
+// CUB's scratch for sorting `n` pairs of 32-bit keys and values on bits
+// [0, end_bit) through double buffers, rounded up to 256 bytes.
+static size_t radix_sort_bytes(size_t n, uint32_t end_bit)
+{
+    size_t bytes = 0;
+    cub::DoubleBuffer<uint32_t> k{nullptr, nullptr}, v{nullptr, nullptr};
+    CUDA_OK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, k, v, (int)n, 0,
+                                            (int)end_bit));
+    return (bytes + 255) & ~(size_t)255;
+}
+
 // One batch's windows sorted on `s`. Scratch `temps` holds 3·stride words
 // (two key buffers and one value buffer; the sorted values land in
-// `digits[y]`, taken as the other value buffer) and `cub_bytes` of CUB's
-// own at `cub_tmp`.
+// `digits[y]`, taken as the other value buffer) and `cub_size` bytes of
+// CUB's own at `cub_tmp` (`radix_sort_bytes(stride, wbits)`).
 struct bucket_sorter {
     uint32_t wbits, nwins, top;
-
-    // CUB's scratch for sorting `n` pairs of (wbits)-bit keys.
-    static size_t cub_bytes(size_t n, uint32_t wbits)
-    {
-        size_t bytes = 0;
-        cub::DoubleBuffer<uint32_t> k{nullptr, nullptr}, v{nullptr, nullptr};
-        CUDA_OK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, k, v, (int)n,
-                                                0, (int)wbits));
-        return bytes;
-    }
 
     void run(const stream_t& s, vec2d_t<uint32_t> digits, vec2d_t<uint32_t> hist,
              uint32_t* temps, size_t stride, void* cub_tmp, size_t cub_size,

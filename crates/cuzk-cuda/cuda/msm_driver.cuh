@@ -253,7 +253,7 @@ struct msm_driver {
         // sppark's sort takes 16 bytes a point; ours 12 and CUB's scratch.
         size_t cub_b = 0, temps_b = stride * 2 * sizeof(uint2);
         if (!sppark_sort) {
-            cub_b = (bucket_sorter::cub_bytes(stride, wbits) + 255) & ~(size_t)255;
+            cub_b = radix_sort_bytes(stride, wbits);
             if (temps_b < stride * 12 + cub_b)
                 temps_b = stride * 12 + cub_b;
         }
@@ -268,8 +268,7 @@ struct msm_driver {
         const ordered_accumulate ordered{wbits - 1, nwins * (uint32_t)row_sz};
         size_t before_order = (buckets_b + hist_b + temps_b + digits_b + acc_b +
                                pairs_b + 255) & ~(size_t)255;
-        size_t order_b = sppark_accumulate ? 0 :
-            ordered_accumulate::order_bytes(ordered.total);
+        size_t order_b = sppark_accumulate ? 0 : ordered.order_bytes();
         dev_ptr_t<uint8_t> blob{before_order + order_b, ms};
         // Declared after the scratch, so destroyed before it: whatever
         // the sort stream still has queued (an exception may leave work
