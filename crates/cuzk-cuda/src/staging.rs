@@ -95,8 +95,8 @@ pub fn msm_wbits(lg: u32, g1: bool) -> u32 {
 /// Device scratch of one MSM of `points` points through
 /// `cuda/msm_driver.cuh`: windows of [`msm_wbits`], n/⌈2^(lg−w−6)⌉ points
 /// per batch; per batch 4-byte digits for every window and the sort's
-/// scratch (16 bytes a point, or 12 and CUB's: at most n/4 bytes and 64
-/// KiB, 7.8 MB measured for 2^26 points), per window 2^(w−1)
+/// scratch (16 bytes a point, or 12 and CUB's: 7.8 MB measured for 2^26
+/// points), per window 2^(w−1)
 /// buckets and histogram counters, plus the accumulated window sums and
 /// the span pairs of the two-level integration (`integrate_fanout`) and the
 /// buckets' size order (`cuda/accumulate.cuh`). The
@@ -107,10 +107,12 @@ pub fn msm_wbits(lg: u32, g1: bool) -> u32 {
 /// points, and `CUZK_MSM_WBITS` wider windows, neither counted here.
 pub fn msm_temp(points: u64) -> u64 {
     let n = points.max(1);
+    // CUB's scratch for a radix sort of `items` pairs (at most a byte per
+    // four items and 64 KiB).
+    let cub = |items: u64| items / 4 + (64 << 10);
     // The size order of the buckets (`cuda/accumulate.cuh`): four words a
-    // bucket, a counter, CUB's scratch (at most a word a bucket and 64 KiB)
-    // and alignment.
-    let order = |buckets: u64| buckets * 16 + buckets / 4 + (64 << 10) + 768;
+    // bucket, a counter, CUB's scratch and alignment.
+    let order = |buckets: u64| buckets * 16 + cub(buckets) + 768;
     let lg = (n + n / 2).ilog2();
     let scratch = |w: u32, bucket: u64, degree: u64| {
         let batch = ((1u64 << (lg.max(w) - w)) >> 6).max(1);
@@ -120,7 +122,7 @@ pub fn msm_temp(points: u64) -> u64 {
         let pairs = nwins * 2 * (256 / degree) * integrate_fanout(w, degree, 256);
         (nwins * row + sums) * bucket
             + nwins * row * 4
-            + (stride * 16).max(stride * 12 + stride / 4 + (64 << 10))
+            + (stride * 16).max(stride * 12 + cub(stride))
             + nwins * stride * 4
             + (nwins * 512 + sums) * bucket
             + pairs * bucket
