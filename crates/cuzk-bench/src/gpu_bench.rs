@@ -13,7 +13,8 @@
 //! (page-locked for the copy) when it exists, else tiled on the device.
 //!
 //! Output: `key=value` lines (`gpu_bench_setup`, one `gpu_bench` line per
-//! partition, one `gpu_bench_summary` per size and SRS mode). a/b/c and aux
+//! partition, one `gpu_bench_summary` per size and SRS mode); without
+//! `--overlap` they also give `gpu_total_ms`, the H stage and the MSMs. a/b/c and aux
 //! are copied from page-locked host memory when CUDA can lock it; with
 //! `--overlap` the a/b/c upload and the H computation are one call whose
 //! copies overlap the NTTs (as in the backend). `--split01` times the
@@ -73,6 +74,27 @@ pub fn parse_range(s: &str) -> Result<(u32, u32), String> {
     Ok((a, b))
 }
 
+/// The partition's GPU total: the H stage without copies (`ntt_h`) and
+/// the five MSMs, each timed from the host around a call that waits
+/// for the device (so a few host steps inside the MSM calls count:
+/// the scalar picks' bitmap copies, the window sums). None with
+/// `--overlap`, whose H stage includes the a/b/c copies.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+fn gpu_ms(stages: &[(&'static str, f64)]) -> Option<f64> {
+    stages.iter().any(|(k, _)| *k == "ntt_h").then(|| {
+        stages
+            .iter()
+            .filter(|(k, _)| *k == "ntt_h" || k.starts_with("msm_"))
+            .map(|(_, v)| v)
+            .sum()
+    })
+}
+
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+fn gpu_field(gpu: Option<f64>) -> String {
+    gpu.map(|g| format!(" gpu_total_ms={g:.1}")).unwrap_or_default()
+}
+
 #[cfg(not(feature = "cuda"))]
 pub fn run(_range: (u32, u32), _opts: Opts, _workers: &[usize]) -> Result<()> {
     bail!("gpu-bench needs the CUDA backend: rebuild cuzk-bench with `--features cuda`")
@@ -123,7 +145,7 @@ pub(crate) mod imp {
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
-    use super::{Opts, Split01, SrsMode};
+    use super::{gpu_field, gpu_ms, Opts, Split01, SrsMode};
 
     const INPUTS: usize = 40;
     const POOL: usize = 4096;
@@ -480,9 +502,10 @@ pub(crate) mod imp {
                 .map(|(k, v)| format!("{k}_ms={v:.1}"))
                 .collect();
             println!(
-                "gpu_bench log_domain={} srs={label} partition={p} {} total_ms={total:.1} h2d_bytes={bytes}",
+                "gpu_bench log_domain={} srs={label} partition={p} {}{} total_ms={total:.1} h2d_bytes={bytes}",
                 inp.lg_n,
-                line.join(" ")
+                line.join(" "),
+                gpu_field(gpu_ms(&stages)),
             );
             totals.push(stages);
             proofs.push(proof);
@@ -501,11 +524,17 @@ pub(crate) mod imp {
             .map(|s| s.iter().map(|(_, v)| v).sum::<f64>())
             .sum::<f64>()
             / rest.len() as f64;
+        let gpu = rest
+            .iter()
+            .map(|s| gpu_ms(s))
+            .sum::<Option<f64>>()
+            .map(|g| g / rest.len() as f64);
         println!(
-            "gpu_bench_summary log_domain={} srs={label} partitions={partitions} mean_over={} {} total_ms={total:.1}",
+            "gpu_bench_summary log_domain={} srs={label} partitions={partitions} mean_over={} {}{} total_ms={total:.1}",
             inp.lg_n,
             if totals.len() > 1 { "partitions_after_first" } else { "the_only_partition" },
-            line.join(" ")
+            line.join(" "),
+            gpu_field(gpu),
         );
         Ok(proofs)
     }
@@ -605,7 +634,24 @@ pub(crate) mod imp {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_range;
+    use super::{gpu_field, gpu_ms, parse_range};
+
+    #[test]
+    fn the_gpu_total_is_the_h_stage_and_the_msms() {
+        let split = [
+            ("upload_abc", 900.0),
+            ("ntt_h", 300.0),
+            ("msm_h", 700.0),
+            ("upload_aux", 250.0),
+            ("msm_l", 150.0),
+            ("inputs_assembly", 8.0),
+        ];
+        assert_eq!(gpu_ms(&split), Some(1150.0));
+        assert_eq!(gpu_field(gpu_ms(&split)), " gpu_total_ms=1150.0");
+        let overlapped = [("upload_abc_ntt_h_overlapped", 950.0), ("msm_h", 700.0)];
+        assert_eq!(gpu_ms(&overlapped), None);
+        assert_eq!(gpu_field(None), "");
+    }
 
     #[test]
     fn log_domain_ranges() {

@@ -291,6 +291,7 @@ RustError cuzk_cuda_mem_info(size_t id, size_t* free_bytes, size_t* total_bytes)
     if (id >= ngpus())
         return bad_arg("no such CUDA device");
     select_gpu((int)id);
+    dalloc{(int)id}.trim_pool();
     CUDA_OK(cudaMemGetInfo(free_bytes, total_bytes));
     CUZK_CATCH
 }
@@ -302,6 +303,7 @@ RustError cuzk_cuda_ctx_new(size_t id, cuzk_cuda_ctx** out)
     if (id >= ngpus())
         return bad_arg("no such CUDA device");
     const gpu_t& gpu = select_gpu((int)id);
+    dalloc::keep_pool((int)id);
     auto* ctx = new cuzk_cuda_ctx;
     ctx->id = (int)id;
     ctx->mem.device = (int)id;

@@ -4,9 +4,11 @@
 //! Every buffer of a context — a|b|c, aux, the picked and split scratch, the
 //! resident SRS sections — is taken with plain `cudaMalloc` through
 //! `dalloc::get`, so memory we free is at once visible to the next
-//! allocation and to `cudaMemGetInfo`. sppark's MSM allocates its own
-//! temporaries from the device's stream-ordered pool; `dalloc::available`
-//! trims that pool first so the free figure is true.
+//! allocation and to `cudaMemGetInfo`. The MSMs allocate their
+//! temporaries from the device's stream-ordered pool, which keeps them
+//! between MSMs (`keep_pool`); `dalloc::available` trims that pool first
+//! so the free figure is true, and `get` trims it and retries once when
+//! the card seems full.
 //!
 //! `dalloc` also implements `gpus.vram_limit` (the card is taken to have only
 //! that many bytes: an allocation that would take the device's use past it
@@ -55,6 +57,13 @@ struct dalloc {
         }
         void* p = nullptr;
         cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+        if (e == cudaErrorMemoryAllocation) {
+            // The stream-ordered pool may hold freed MSM scratch (see
+            // keep_pool): give it back and try once more.
+            (void)cudaGetLastError();
+            trim_pool();
+            e = cudaMalloc(&p, bytes ? bytes : 1);
+        }
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
             throw cuda_error{-(int)e, "cudaMalloc of " + std::to_string(bytes) +
@@ -63,8 +72,25 @@ struct dalloc {
         return p;
     }
 
+    // The device's stream-ordered pool (MSM scratch, many GB at 2^27)
+    // keeps what is freed instead of unmapping it at every
+    // synchronisation and mapping it again for the next MSM (15–25 ms a
+    // 2^27 MSM); `get`, `available` and cuzk_cuda_mem_info trim it when
+    // they need the room or a true free figure. `CUZK_POOL_RELEASE=1`:
+    // CUDA's default (release at once), for comparisons.
+    static void keep_pool(int device)
+    {
+        static const bool release = getenv("CUZK_POOL_RELEASE") != nullptr;
+        cudaMemPool_t pool;
+        if (!release && cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+            uint64_t keep = UINT64_MAX;
+            (void)cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+        }
+        (void)cudaGetLastError();
+    }
+
     // Returns the memory the device's stream-ordered pool caches (freed
-    // by sppark's MSMs) to the device.
+    // MSM scratch) to the device.
     void trim_pool() const
     {
         cudaMemPool_t pool;

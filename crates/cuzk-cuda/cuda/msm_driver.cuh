@@ -12,7 +12,7 @@
 //! after the last batch. The host never waits between batches.
 //!
 //! The window width follows sppark's rule, except 17 bits for the middle
-//! sizes and 20 for the largest G1 MSMs (see `WIDE_WBITS`). For
+//! sizes and 22 for the largest G1 MSMs (see `WIDE_WBITS`). For
 //! experiments, `CUZK_MSM_WBITS` (10–22) forces it for MSMs of at least
 //! 2^26 points and `CUZK_MSM_WBITS_MID` for those of 2^21 to 2^26: wider
 //! windows mean fewer windows and batches but more buckets to integrate.
@@ -25,6 +25,7 @@
 #ifndef __CUZK_MSM_DRIVER_CUH__
 #define __CUZK_MSM_DRIVER_CUH__
 
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -65,6 +66,14 @@ struct msm_trace {
     enum { B0, B1, S1, M0, M1, M2, M3, M4, N };
     bool on;
     std::vector<cudaEvent_t> ev;  // N per batch
+    // Host side of `run`: start, scratch allocated, batches enqueued,
+    // streams synchronised, window sums done.
+    std::chrono::steady_clock::time_point host[5];
+    void at(int k)
+    {
+        if (on)
+            host[k] = std::chrono::steady_clock::now();
+    }
 
     explicit msm_trace(size_t npoints)
     {
@@ -112,6 +121,19 @@ struct msm_trace {
         fprintf(stderr, "msm-trace n=%zu total %.2f ms (CUB sort scratch %zu bytes)\n",
                 npoints, total, cub_bytes);
     }
+    // After the window sums.
+    void report_host(size_t npoints) const
+    {
+        if (!on)
+            return;
+        auto ms = [&](int a, int b) {
+            return std::chrono::duration<double, std::milli>(host[b] - host[a]).count();
+        };
+        fprintf(stderr,
+                "msm-trace n=%zu host: scratch %.2f enqueue %.2f wait %.2f "
+                "window_sums %.2f ms\n",
+                npoints, ms(0, 1), ms(1, 2), ms(2, 3), ms(3, 4));
+    }
     ~msm_trace()
     {
         for (auto e : ev)
@@ -129,7 +151,7 @@ struct msm_driver {
 
     // The window of G1 MSMs with lg2(1.5·n) ≥ WIDE_LG (the Rust side's
     // `staging::msm_temp` bounds the scratch this takes).
-    static const uint32_t WIDE_LG = 27, WIDE_WBITS = 20;
+    static const uint32_t WIDE_LG = 27, WIDE_WBITS = 22;
 
     const gpu_t& gpu;
     uint32_t wbits, nwins;
@@ -160,9 +182,10 @@ struct msm_driver {
         if (lg >= 22 && lg <= 24)
             wbits = 17;
         // The largest G1 MSMs (a 2^27 partition's H) run faster with
-        // 20-bit windows: 13 windows instead of 15 and 2 batches instead
-        // of 8, for ~4 GB more scratch (docs/PERF.md; 21 bits lose, 22
-        // bits are no faster). Smaller MSMs lose.
+        // 22-bit windows: 12 windows in one batch instead of sppark's 15
+        // in 8, for ~12 GB more scratch. With the accumulation in size
+        // order, 22 bits beat 20 (13 windows, 2 batches) by 5 %; 21 bits
+        // still need 13 windows (docs/PERF.md). Smaller MSMs lose.
         if (bucket_T::degree == 1 && lg >= (int)WIDE_LG)
             wbits = WIDE_WBITS;
         static const long forced = [] {
@@ -227,6 +250,8 @@ struct msm_driver {
         out->inf();
         if (npoints == 0)
             return;
+        msm_trace trace{npoints};
+        trace.at(0);
         const affine_mem* d_points = (const affine_mem*)points;
         const stream_t& ms = gpu;     // accumulate, integrate, fold
         const stream_t& ss = gpu[2];  // breakdown and sort
@@ -309,7 +334,7 @@ struct msm_driver {
         while (grid & (grid - 1))
             grid -= grid & (0 - grid);
         const size_t sort_shared = sizeof(uint32_t) << DIGIT_BITS;
-        msm_trace trace{npoints};
+        trace.at(1);
         auto digits = [&](size_t cur, size_t off, size_t num) {
             trace.mark(cur, msm_trace::B0, ss);
             breakdown<<<2 * grid, 1024, sizeof(scalar_t) * 1024, ss>>>(
@@ -399,11 +424,12 @@ struct msm_driver {
             }
         }
 
+        trace.at(2);
         std::vector<bucket_T> sums(nacc);
         ms.DtoH(sums.data(), d_acc, nacc);
         ms.sync();
         ss.sync();
-        trace.report(npoints, wbits, nwins, fanout, cub_b);
+        trace.at(3);
 
         // Windows in parallel, then Horner from the top window down.
         std::vector<point_T> win(nwins);
@@ -427,6 +453,9 @@ struct msm_driver {
         point_T p = ones;
         acc.add(p);
         *out = acc;
+        trace.at(4);
+        trace.report(npoints, wbits, nwins, fanout, cub_b);
+        trace.report_host(npoints);
     }
 };
 

@@ -1,10 +1,17 @@
 //! The 0/1 split of a witness-shaped MSM: in Filecoin circuits most L, A
 //! and B scalars are 0 or 1. Zeros are dropped; the points of the ones are
-//! summed by sppark's bitmap batch addition (`msm/batch_addition.cuh`); only
-//! the other scalars, gathered with their points, go through Pippenger.
-//! Included by `cuzk_cuda.cu` after sppark's MSM headers and `dalloc.cuh`.
+//! summed by `sum_indexed` (all SMs, one index list); only the other
+//! scalars, gathered with their points, go through Pippenger. One pass
+//! counts the three kinds, a second gathers the others and the ones'
+//! indices, taking slots a block at a time (per-warp atomics on one
+//! counter serialised the first version). Included by `cuzk_cuda.cu`
+//! after sppark's MSM headers and `dalloc.cuh`.
 //!
-//! The gather's order depends on the scheduling of warps, but an MSM is a
+//! `CUZK_SPLIT_BITMAP=1` runs the first version instead (per-warp slots,
+//! the ones summed by sppark's bitmap batch addition,
+//! `msm/batch_addition.cuh`), for comparisons.
+//!
+//! The gather's order depends on the scheduling of blocks, but an MSM is a
 //! sum in a group, so the result does not.
 
 #ifndef __CUZK_SPLIT01_CUH__
@@ -75,13 +82,139 @@ __global__ void split01_kernel(const fr_t* s, const point_mem* p, size_t n,
     }
 }
 
+// Counts the scalars s[0..n) that are 1 (Montgomery) in counts[1] and
+// those neither 0 nor 1 in counts[0], and sets bit i of `ones` when s[i]
+// = 1. Per-thread tallies, one atomic add per warp at the end.
+// blockDim.x must be a multiple of 32.
+__global__ void split01_count(const fr_t* s, size_t n, uint32_t* ones,
+                              uint32_t* counts)
+{
+    const size_t stride = (size_t)blockDim.x * gridDim.x;
+    const size_t rounded = (n + 31) & ~(size_t)31;
+    const uint32_t lane = threadIdx.x % 32;
+    uint32_t n1 = 0, nx = 0;
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x;
+         i < rounded; i += stride) {
+        bool one = false, other = false;
+        if (i < n) {
+            fr_t x = s[i];
+            one = (x - fr_t::one()).is_zero();
+            other = !one && !x.is_zero();
+        }
+        uint32_t ob = __ballot_sync(0xffffffff, one);
+        if (lane == 0)
+            ones[i / 32] = ob;
+        n1 += one;
+        nx += other;
+    }
+    n1 = __reduce_add_sync(0xffffffff, n1);
+    nx = __reduce_add_sync(0xffffffff, nx);
+    if (lane == 0) {
+        if (n1)
+            atomicAdd(&counts[1], n1);
+        if (nx)
+            atomicAdd(&counts[0], nx);
+    }
+}
+
+// Copies every scalar s[i] neither 0 nor 1 and its point p[i] to os/op,
+// and the index i of every scalar 1 to oi, at slots taken from counts[0]
+// and counts[1] (zero at launch) one atomic add per block and 256
+// scalars. blockDim.x must be SPLIT_GATHER_BLOCK.
+#define SPLIT_GATHER_BLOCK 256
+template<class point_mem>
+__launch_bounds__(SPLIT_GATHER_BLOCK) __global__
+void split01_gather(const fr_t* s, const point_mem* p, size_t n,
+                    uint32_t* counts, fr_t* os, point_mem* op, uint32_t* oi)
+{
+    const uint32_t nwarps = SPLIT_GATHER_BLOCK / 32;
+    __shared__ uint32_t wx[nwarps], w1[nwarps], bx, b1;
+    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const uint32_t below = (1u << lane) - 1;
+    const size_t stride = (size_t)SPLIT_GATHER_BLOCK * gridDim.x;
+    for (size_t tile = (size_t)blockIdx.x * SPLIT_GATHER_BLOCK; tile < n;
+         tile += stride) {
+        size_t i = tile + threadIdx.x;
+        bool one = false, other = false;
+        fr_t x;
+        if (i < n) {
+            x = s[i];
+            one = (x - fr_t::one()).is_zero();
+            other = !one && !x.is_zero();
+        }
+        uint32_t xb = __ballot_sync(0xffffffff, other);
+        uint32_t ob = __ballot_sync(0xffffffff, one);
+        if (lane == 0) {
+            wx[warp] = __popc(xb);
+            w1[warp] = __popc(ob);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            uint32_t tx = 0, t1 = 0;
+            for (uint32_t w = 0; w < nwarps; w++) {
+                uint32_t cx = wx[w], c1 = w1[w];
+                wx[w] = tx;
+                w1[w] = t1;
+                tx += cx;
+                t1 += c1;
+            }
+            bx = tx ? atomicAdd(&counts[0], tx) : 0;
+            b1 = t1 ? atomicAdd(&counts[1], t1) : 0;
+        }
+        __syncthreads();
+        if (other) {
+            uint32_t at = bx + wx[warp] + __popc(xb & below);
+            typedef raw_bytes<sizeof(point_mem)> raw;
+            os[at] = x;
+            ((raw*)op)[at] = ((const raw*)p)[i];
+        }
+        if (one)
+            oi[b1 + w1[warp] + __popc(ob & below)] = (uint32_t)i;
+        __syncthreads();  // wx, w1, bx, b1 are the next tile's
+    }
+}
+
+// Per-warp sums of the points p[idx[0..count)): each thread adds a
+// strided share (mixed XYZZ additions), each warp's threads fold theirs,
+// and sums[w] gets warp w's (gridDim.x·blockDim.x/WARP_SZ of them).
+template<class bucket_T, class affine_mem, class bucket_mem = typename bucket_T::mem_t,
+         class affine_T = typename bucket_T::affine_t>
+__launch_bounds__(384) __global__
+void sum_indexed(bucket_mem* sums, const affine_mem* p, const uint32_t* idx,
+                 uint32_t count)
+{
+    const uint32_t degree = bucket_T::degree;
+    const uint32_t warp_sz = WARP_SZ / degree;
+    const uint32_t tid = (threadIdx.x + blockDim.x * blockIdx.x) / degree;
+    const uint32_t nthreads = gridDim.x * blockDim.x / degree;
+    const uint32_t xid = tid % warp_sz;
+    bucket_T acc;
+    acc.inf();
+    for (uint32_t i = tid; i < count; i += nthreads) {
+        affine_T q = p[idx[i]];
+        if (degree == 2)
+            acc.uadd(q);
+        else
+            acc.add(q);
+    }
+    for (uint32_t off = 1; off < warp_sz;) {
+        auto down = shfl_down(acc, off * degree);
+        off <<= 1;
+        if ((xid & (off - 1)) == 0)
+            acc.uadd(down);
+    }
+    if (xid == 0)
+        sums[tid / warp_sz] = acc;
+}
+
 // Device scratch of the split, kept across calls like the other buffers.
 struct split_scratch {
     dbuf<uint32_t> ones;    // bitmap, padded to whole 1024-bit chunks
     dbuf<uint32_t> counts;  // others, ones
     dbuf<fr_t> scalars;     // gathered scalars
     dbuf<uint8_t> points;   // gathered points (G1 or G2)
-    dbuf<uint8_t> sums;     // the batch addition's per-warp sums
+    dbuf<uint32_t> ones_at; // the ones' indices
+    dbuf<uint8_t> sums;     // per-warp sums of the ones
 
     void release(dalloc& a)
     {
@@ -89,12 +222,13 @@ struct split_scratch {
         counts.release(a);
         scalars.release(a);
         points.release(a);
+        ones_at.release(a);
         sums.release(a);
     }
     size_t bytes() const
     {
         return ones.bytes() + counts.bytes() + scalars.bytes() +
-               points.bytes() + sums.bytes();
+               points.bytes() + ones_at.bytes() + sums.bytes();
     }
 };
 
@@ -177,10 +311,13 @@ static bool msm_split01(const gpu_t& gpu, int dev, dalloc& mem,
     const affine_mem* pm = (const affine_mem*)p;
     const stream_t& st = gpu;
     static const bool trace = getenv("CUZK_SPLIT_TRACE") != nullptr;
+    static const bool bitmap = getenv("CUZK_SPLIT_BITMAP") != nullptr;
     auto t0 = std::chrono::steady_clock::now();
+    // With the trace on, each phase is waited for and timed.
     auto lap = [&](const char* what) {
         if (!trace)
             return;
+        st.sync();
         auto t1 = std::chrono::steady_clock::now();
         fprintf(stderr, "split01 n=%zu %s %.2f ms\n", n, what,
                 std::chrono::duration<double, std::milli>(t1 - t0).count());
@@ -192,9 +329,13 @@ static bool msm_split01(const gpu_t& gpu, int dev, dalloc& mem,
         return false;
     st.bzero(sc.ones.ptr, nwords);
     st.bzero(sc.counts.ptr, 2);
-    split01_kernel<affine_mem><<<grid_for(st, n, block), block, 0, st>>>(
-        s, pm, n, sc.ones.ptr, sc.counts.ptr, (fr_t*)nullptr,
-        (affine_mem*)nullptr, CLASSIFY);
+    if (bitmap)
+        split01_kernel<affine_mem><<<grid_for(st, n, block), block, 0, st>>>(
+            s, pm, n, sc.ones.ptr, sc.counts.ptr, (fr_t*)nullptr,
+            (affine_mem*)nullptr, CLASSIFY);
+    else
+        split01_count<<<grid_for(st, n, block), block, 0, st>>>(
+            s, n, sc.ones.ptr, sc.counts.ptr);
     CUDA_OK(cudaGetLastError());
     uint32_t counts[2];
     st.DtoH(counts, sc.counts.ptr, 2);
@@ -206,46 +347,77 @@ static bool msm_split01(const gpu_t& gpu, int dev, dalloc& mem,
     if (!try_reserve(sc.scalars, mem, others ? others : 1) ||
         !try_reserve(sc.points, mem, (others ? others : 1) * sizeof(affine_mem)))
         return false;
+    // Per-warp sums of the ones.
+    size_t nsums = 0;
+    if (ones) {
+        nsums = bitmap ? gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ
+                       : gpu.sm_count() * 384 / WARP_SZ;
+        if (!try_reserve(sc.sums, mem, nsums * sizeof(bucket_mem)))
+            return false;
+        if (!bitmap && !try_reserve(sc.ones_at, mem, ones))
+            return false;
+    }
     shape->zeros += n - others - ones;
     shape->ones += ones;
     shape->others += others;
+    affine_mem* gp = (affine_mem*)sc.points.ptr;
 
-    // The ones: sppark's bitmap batch addition, one sum per warp.
+    if (!bitmap) {
+        // Others and the ones' indices in one pass; the ones summed by
+        // index; Pippenger over the others.
+        st.bzero(sc.counts.ptr, 2);
+        split01_gather<affine_mem><<<grid_for(st, n, SPLIT_GATHER_BLOCK),
+                                     SPLIT_GATHER_BLOCK, 0, st>>>(
+            s, pm, n, sc.counts.ptr, sc.scalars.ptr, gp, sc.ones_at.ptr);
+        CUDA_OK(cudaGetLastError());
+        lap("gather");
+        if (ones) {
+            sum_indexed<bucket_T, affine_mem><<<gpu.sm_count(), 384, 0, st>>>(
+                (bucket_mem*)sc.sums.ptr, pm, sc.ones_at.ptr, (uint32_t)ones);
+            CUDA_OK(cudaGetLastError());
+            lap("ones");
+        }
+    } else {
+        // The first version: the ones by sppark's bitmap batch addition,
+        // then the others' gather with per-warp slots.
+        if (ones) {
+            void (*add)(bucket_mem*, const affine_mem*, uint32_t,
+                        const uint32_t*, bool, uint32_t) =
+                batch_addition<bucket_T, affine_mem>;
+            st.launch_coop(add, {gpu.sm_count(), BATCH_ADD_BLOCK_SIZE},
+                           (bucket_mem*)sc.sums.ptr, pm, (uint32_t)n,
+                           (const uint32_t*)sc.ones.ptr, false, (uint32_t)0);
+            lap("ones");
+        }
+        if (others) {
+            st.bzero(sc.counts.ptr, 1);
+            split01_kernel<affine_mem><<<grid_for(st, n, block), block, 0, st>>>(
+                s, pm, n, sc.ones.ptr, sc.counts.ptr, sc.scalars.ptr, gp,
+                GATHER_OTHERS);
+            CUDA_OK(cudaGetLastError());
+            lap("gather");
+        }
+    }
+
+    // The others through Pippenger. (Our driver orders its streams after
+    // this one; sppark's `msm_t`, `CUZK_MSM=sppark`, does not: wait here.)
+    point_T sum_others;
+    sum_others.inf();
+    if (others) {
+        st.sync();
+        msm_device<bucket_T>(gpu, dev, (const affine_T*)gp, sc.scalars.ptr,
+                             others, &sum_others);
+        lap("pippenger");
+    }
     point_T sum_ones;
     sum_ones.inf();
     if (ones) {
-        size_t nsums = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
-        if (!try_reserve(sc.sums, mem, nsums * sizeof(bucket_mem)))
-            return false;
-        void (*add)(bucket_mem*, const affine_mem*, uint32_t,
-                    const uint32_t*, bool, uint32_t) =
-            batch_addition<bucket_T, affine_mem>;
-        st.launch_coop(add, {gpu.sm_count(), BATCH_ADD_BLOCK_SIZE},
-                       (bucket_mem*)sc.sums.ptr, pm, (uint32_t)n,
-                       (const uint32_t*)sc.ones.ptr, false, (uint32_t)0);
         std::vector<bucket_T> sums(nsums);
         st.DtoH(sums.data(), sc.sums.ptr, nsums);
         st.sync();
         sum_ones = sum_up(sums);
     }
-    lap("ones");
-
-    // The others: gathered, then Pippenger.
-    point_T sum_others;
-    sum_others.inf();
-    if (others) {
-        st.bzero(sc.counts.ptr, 1);
-        affine_mem* gp = (affine_mem*)sc.points.ptr;
-        split01_kernel<affine_mem><<<grid_for(st, n, block), block, 0, st>>>(
-            s, pm, n, sc.ones.ptr, sc.counts.ptr, sc.scalars.ptr, gp, GATHER_OTHERS);
-        CUDA_OK(cudaGetLastError());
-        st.sync();
-        lap("gather");
-        msm_device<bucket_T>(gpu, dev, (const affine_T*)gp, sc.scalars.ptr,
-                             others, &sum_others);
-        gpu.sync();
-        lap("pippenger");
-    }
+    st.sync();
     *out = sum_others;
     out->add(sum_ones);
     static const bool check = getenv("CUZK_SPLIT_CHECK") != nullptr;

@@ -83,10 +83,10 @@ impl StagingTier {
 
 /// The window width `cuda/msm_driver.cuh` takes for an MSM with
 /// lg = lg2(1.5·n): sppark's rule (lg − 8 within 10..=18), except 17 bits
-/// for lg 22..=24 and 20 bits for the largest G1 MSMs (lg ≥ 27).
+/// for lg 22..=24 and 22 bits for the largest G1 MSMs (lg ≥ 27).
 pub fn msm_wbits(lg: u32, g1: bool) -> u32 {
     match lg {
-        27.. if g1 => 20,
+        27.. if g1 => 22,
         22..=24 => 17,
         _ => lg.saturating_sub(8).clamp(10, 18),
     }
@@ -250,7 +250,7 @@ mod tests {
 
     #[test]
     fn the_window_rule_is_the_drivers() {
-        // sppark's rule, 17 bits for lg 22..=24, 20 bits only for the
+        // sppark's rule, 17 bits for lg 22..=24, 22 bits only for the
         // largest G1 MSMs.
         let cases = [
             (16, 10),
@@ -269,14 +269,15 @@ mod tests {
                 "lg {lg}"
             );
         }
-        assert_eq!((msm_wbits(27, true), msm_wbits(27, false)), (20, 18));
+        assert_eq!((msm_wbits(27, true), msm_wbits(27, false)), (22, 18));
     }
 
     #[test]
     fn the_integrate_fanout_covers_an_h200_and_keeps_whole_strides() {
-        // 2^27 H MSM (20-bit windows, 13 of them) and the ~13 M- and
-        // ~3 M-point "others" (17-bit, 15): eight spans per thread, 208
+        // 2^27 H MSM (22-bit windows, 12 of them) and the ~13 M- and
+        // ~3 M-point "others" (17-bit, 15): eight spans per thread, 192
         // and 240 blocks of 128 threads on 132 SMs (G1 and G2 alike).
+        assert_eq!(integrate_fanout(22, 1, 132), 8);
         assert_eq!(integrate_fanout(20, 1, 132), 8);
         assert_eq!(integrate_fanout(17, 1, 132), 8);
         assert_eq!(integrate_fanout(17, 2, 132), 8);
