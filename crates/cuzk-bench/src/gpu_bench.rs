@@ -92,7 +92,8 @@ fn gpu_ms(stages: &[(&'static str, f64)]) -> Option<f64> {
 
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 fn gpu_field(gpu: Option<f64>) -> String {
-    gpu.map(|g| format!(" gpu_total_ms={g:.1}")).unwrap_or_default()
+    gpu.map(|g| format!(" gpu_total_ms={g:.1}"))
+        .unwrap_or_default()
 }
 
 #[cfg(not(feature = "cuda"))]
