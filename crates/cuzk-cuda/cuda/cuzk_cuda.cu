@@ -23,6 +23,7 @@
 #include <cuda.h>
 // CUB (with the toolkit) before sppark's headers, whose macros it need not see.
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -540,7 +541,9 @@ RustError cuzk_cuda_upload_aux(cuzk_cuda_ctx* ctx, const fr_t* aux, size_t len)
 
 // Picks the aux scalars whose bit is set in the bitmap `words` (`nbits` =
 // aux length), in order, into the scalar source SRC_PICKED; `*count` is
-// how many.
+// how many. The bitmap is copied up, its words' bits counted and scanned
+// by CUB and the scalars compacted, a thread each; `CUZK_PICK_HOST=1`
+// counts on the host instead (the first version, for comparisons).
 RustError cuzk_cuda_pick(cuzk_cuda_ctx* ctx, const uint64_t* words,
                          size_t nbits, size_t* count)
 {
@@ -551,26 +554,64 @@ RustError cuzk_cuda_pick(cuzk_cuda_ctx* ctx, const uint64_t* words,
     *count = 0;
     if (nbits != ctx->aux_len)
         return bad_arg("density bitmap and aux scalars differ in length");
+    if (nbits >= ((size_t)1 << 32))
+        return bad_arg("density bitmap too long");
+    if (nbits == 0)
+        return RustError{0};
     size_t nwords = (nbits + 63) / 64;
-    std::vector<uint32_t> offs(nwords ? nwords : 1);
+    static const bool on_host = getenv("CUZK_PICK_HOST") != nullptr;
     size_t total = 0;
-    for (size_t w = 0; w < nwords; w++) {
-        uint64_t bits = words[w];
-        if (w == nwords - 1 && nbits % 64)
-            bits &= ((uint64_t)1 << (nbits % 64)) - 1;
-        offs[w] = (uint32_t)total;
-        total += __builtin_popcountll(bits);
+    ctx->words.reserve(ctx->mem, nwords);
+    ctx->offsets.reserve(ctx->mem, nwords + 1);
+    if (on_host) {
+        std::vector<uint32_t> offs(nwords);
+        for (size_t w = 0; w < nwords; w++) {
+            uint64_t bits = words[w];
+            if (w == nwords - 1 && nbits % 64)
+                bits &= ((uint64_t)1 << (nbits % 64)) - 1;
+            offs[w] = (uint32_t)total;
+            total += __builtin_popcountll(bits);
+        }
+        gpu.HtoD(ctx->words.ptr, words, nwords);
+        gpu.HtoD(ctx->offsets.ptr, offs.data(), nwords);
+    } else {
+        const stream_t& s = gpu;
+        copy_to_device(ctx->copy_mode(), ctx->stage, s, ctx->words.ptr, words,
+                       nwords * sizeof(uint64_t));
+        size_t scan_b = 0;
+        CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_b, (uint32_t*)nullptr,
+                                              (uint32_t*)nullptr, (int)(nwords + 1),
+                                              (cudaStream_t)s));
+        // CUB's scratch first (the pool's alignment), then the counts.
+        const size_t counts_at = (scan_b + 255) & ~(size_t)255;
+        dev_ptr_t<uint8_t> tmp{counts_at + (nwords + 1) * sizeof(uint32_t), s};
+        uint32_t* counts = (uint32_t*)(&tmp[0] + counts_at);
+        const unsigned block = 256;
+        word_popc<<<grid_for(s, nwords + 1, block), block, 0, s>>>(
+            counts, ctx->words.ptr, nwords, nbits);
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cub::DeviceScan::ExclusiveSum(&tmp[0], scan_b, counts,
+                                              ctx->offsets.ptr, (int)(nwords + 1),
+                                              (cudaStream_t)s));
+        uint32_t t = 0;
+        s.DtoH(&t, ctx->offsets.ptr + nwords, 1);
+        s.sync();
+        total = t;
     }
     if (total >= ((size_t)1 << 31))
         return bad_arg("too many scalars for one MSM");
     if (total > 0) {
-        ctx->words.reserve(ctx->mem, nwords);
-        ctx->offsets.reserve(ctx->mem, nwords);
         ctx->picked.reserve(ctx->mem, total);
-        gpu.HtoD(ctx->words.ptr, words, nwords);
-        gpu.HtoD(ctx->offsets.ptr, offs.data(), nwords);
-        launch_compact(gpu, ctx->picked.ptr, ctx->aux.ptr, ctx->words.ptr,
-                       ctx->offsets.ptr, nwords, nbits);
+        if (on_host) {
+            launch_compact(gpu, ctx->picked.ptr, ctx->aux.ptr, ctx->words.ptr,
+                           ctx->offsets.ptr, nwords, nbits);
+        } else {
+            const unsigned block = 256;
+            compact_by_bits<<<grid_for(gpu, nbits, block), block, 0, gpu>>>(
+                ctx->picked.ptr, ctx->aux.ptr, ctx->words.ptr, ctx->offsets.ptr,
+                nbits);
+            CUDA_OK(cudaGetLastError());
+        }
         gpu.sync();
     }
     ctx->picked_len = total;

@@ -1,6 +1,7 @@
 //! cuzk's own small kernels: the pointwise step of the H polynomial (in one
 //! kernel, or in two for the a-only staging tier) and the compaction of
-//! scalars by a density bitmap. Included by `cuzk_cuda.cu`
+//! scalars by a density bitmap (offsets from a host loop, or counted and
+//! scanned on the device). Included by `cuzk_cuda.cu`
 //! after sppark's field types.
 
 #ifndef __CUZK_KERNELS_CUH__
@@ -97,6 +98,37 @@ static void launch_h_sub_scale(const stream_t& s, fr_t* a, const fr_t* c,
     const unsigned block = 256;
     h_sub_scale<<<grid_for(s, n, block), block, 0, s>>>(a, c, z_inv, n);
     CUDA_OK(cudaGetLastError());
+}
+
+// counts[w] = set bits of words[w] (of the first nbits bits) for w < nwords,
+// counts[nwords] = 0: scanned, the offsets of `compact_by_bits`.
+__global__ void word_popc(uint32_t* counts, const uint64_t* words,
+                          size_t nwords, size_t nbits)
+{
+    size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t w = threadIdx.x + (size_t)blockIdx.x * blockDim.x; w <= nwords;
+         w += stride) {
+        uint64_t bits = w < nwords ? words[w] : 0;
+        if (w == nwords - 1 && nbits % 64)
+            bits &= ((uint64_t)1 << (nbits % 64)) - 1;
+        counts[w] = (uint32_t)__popcll(bits);
+    }
+}
+
+// The same as compact_by_bitmap, a thread a scalar: in[i] goes to
+// offsets[i/64] plus the set bits below it in its word.
+__global__ void compact_by_bits(fr_t* out, const fr_t* in,
+                                const uint64_t* words,
+                                const uint32_t* offsets, size_t nbits)
+{
+    size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < nbits;
+         i += stride) {
+        uint64_t word = words[i / 64];
+        uint32_t b = i % 64;
+        if ((word >> b) & 1)
+            out[offsets[i / 64] + __popcll(word & (((uint64_t)1 << b) - 1))] = in[i];
+    }
 }
 
 static void launch_compact(const stream_t& s, fr_t* out, const fr_t* in,
