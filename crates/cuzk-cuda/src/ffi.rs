@@ -559,7 +559,7 @@ impl Ctx {
     /// Turns on (the default) or off the 0/1 split of the resident MSMs over
     /// [`Source::Aux`] and [`Source::Picked`] of at least
     /// [`crate::SPLIT01_MIN_POINTS`] points: zeros dropped, ones summed by
-    /// batch addition, Pippenger over the rest only.
+    /// index, Pippenger over the rest only.
     pub(crate) fn set_split01(&mut self, on: bool) -> Result<(), CudaError> {
         let min = if on {
             crate::SPLIT01_MIN_POINTS
