@@ -59,8 +59,10 @@ struct dalloc {
         cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
         if (e == cudaErrorMemoryAllocation) {
             // The stream-ordered pool may hold freed MSM scratch (see
-            // keep_pool): give it back and try once more.
+            // keep_pool): once the frees queued on streams are done, give
+            // it back and try once more.
             (void)cudaGetLastError();
+            (void)cudaDeviceSynchronize();
             trim_pool();
             e = cudaMalloc(&p, bytes ? bytes : 1);
         }
@@ -76,8 +78,11 @@ struct dalloc {
     // keeps what is freed instead of unmapping it at every
     // synchronisation and mapping it again for the next MSM (15–25 ms a
     // 2^27 MSM); `get`, `available` and cuzk_cuda_mem_info trim it when
-    // they need the room or a true free figure. `CUZK_POOL_RELEASE=1`:
-    // CUDA's default (release at once), for comparisons.
+    // they need the room or a true free figure (the backend reads the room
+    // before every partition, so what the pool holds goes back to the card
+    // at least that often; other processes on the card see it as used
+    // until then). `CUZK_POOL_RELEASE=1`: CUDA's default (release at
+    // once), for comparisons.
     static void keep_pool(int device)
     {
         static const bool release = getenv("CUZK_POOL_RELEASE") != nullptr;

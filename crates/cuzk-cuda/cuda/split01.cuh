@@ -30,6 +30,22 @@ template<size_t N> struct raw_bytes {
     uint4 w[N / 16];
 };
 
+// Scalar i of s[0..n) (zero past the end) and whether it is 1
+// (Montgomery) or neither 0 nor 1.
+struct scalar01 {
+    fr_t x;
+    bool one = false, other = false;
+    __device__ scalar01(const fr_t* s, size_t i, size_t n)
+    {
+        if (i < n) {
+            x = s[i];
+            // (sppark's is_one() trips an nvcc 13 internal error)
+            one = (x - fr_t::one()).is_zero();
+            other = !one && !x.is_zero();
+        }
+    }
+};
+
 // Classifies scalars s[0..n). Pass 1 (`gather` false): sets bit i of `ones`
 // when s[i] = 1 (Montgomery), counts the ones in counts[1] and the scalars
 // neither 0 nor 1 in counts[0]. Pass 2 (`gather` true, counts[0] zeroed):
@@ -48,14 +64,9 @@ __global__ void split01_kernel(const fr_t* s, const point_mem* p, size_t n,
     const uint32_t lane = threadIdx.x % 32;
     for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x;
          i < rounded; i += stride) {
-        bool one = false, other = false;
-        fr_t x;
-        if (i < n) {
-            x = s[i];
-            // (sppark's is_one() trips an nvcc 13 internal error)
-            one = (x - fr_t::one()).is_zero();
-            other = !one && !x.is_zero();
-        }
+        const scalar01 c{s, i, n};
+        const fr_t& x = c.x;
+        bool one = c.one, other = c.other;
         uint32_t ob = __ballot_sync(0xffffffff, one);
         if (pass == GATHER_ONES)
             other = one;
@@ -95,20 +106,18 @@ __global__ void split01_count(const fr_t* s, size_t n, uint32_t* ones,
     uint32_t n1 = 0, nx = 0;
     for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x;
          i < rounded; i += stride) {
-        bool one = false, other = false;
-        if (i < n) {
-            fr_t x = s[i];
-            one = (x - fr_t::one()).is_zero();
-            other = !one && !x.is_zero();
-        }
+        const scalar01 c{s, i, n};
+        const bool one = c.one, other = c.other;
         uint32_t ob = __ballot_sync(0xffffffff, one);
         if (lane == 0)
             ones[i / 32] = ob;
         n1 += one;
         nx += other;
     }
-    n1 = __reduce_add_sync(0xffffffff, n1);
-    nx = __reduce_add_sync(0xffffffff, nx);
+    for (uint32_t off = 16; off; off >>= 1) {
+        n1 += __shfl_down_sync(0xffffffff, n1, off);
+        nx += __shfl_down_sync(0xffffffff, nx, off);
+    }
     if (lane == 0) {
         if (n1)
             atomicAdd(&counts[1], n1);
@@ -120,12 +129,14 @@ __global__ void split01_count(const fr_t* s, size_t n, uint32_t* ones,
 // Copies every scalar s[i] neither 0 nor 1 and its point p[i] to os/op,
 // and the index i of every scalar 1 to oi, at slots taken from counts[0]
 // and counts[1] (zero at launch) one atomic add per block and 256
-// scalars. blockDim.x must be SPLIT_GATHER_BLOCK.
+// scalars; slots past cap_x or cap_1 (the count pass's figures) are not
+// written. blockDim.x must be SPLIT_GATHER_BLOCK.
 #define SPLIT_GATHER_BLOCK 256
 template<class point_mem>
 __launch_bounds__(SPLIT_GATHER_BLOCK) __global__
 void split01_gather(const fr_t* s, const point_mem* p, size_t n,
-                    uint32_t* counts, fr_t* os, point_mem* op, uint32_t* oi)
+                    uint32_t* counts, fr_t* os, point_mem* op, uint32_t cap_x,
+                    uint32_t* oi, uint32_t cap_1)
 {
     const uint32_t nwarps = SPLIT_GATHER_BLOCK / 32;
     __shared__ uint32_t wx[nwarps], w1[nwarps], bx, b1;
@@ -135,13 +146,9 @@ void split01_gather(const fr_t* s, const point_mem* p, size_t n,
     for (size_t tile = (size_t)blockIdx.x * SPLIT_GATHER_BLOCK; tile < n;
          tile += stride) {
         size_t i = tile + threadIdx.x;
-        bool one = false, other = false;
-        fr_t x;
-        if (i < n) {
-            x = s[i];
-            one = (x - fr_t::one()).is_zero();
-            other = !one && !x.is_zero();
-        }
+        const scalar01 c{s, i, n};
+        const fr_t& x = c.x;
+        const bool one = c.one, other = c.other;
         uint32_t xb = __ballot_sync(0xffffffff, other);
         uint32_t ob = __ballot_sync(0xffffffff, one);
         if (lane == 0) {
@@ -162,14 +169,15 @@ void split01_gather(const fr_t* s, const point_mem* p, size_t n,
             b1 = t1 ? atomicAdd(&counts[1], t1) : 0;
         }
         __syncthreads();
-        if (other) {
-            uint32_t at = bx + wx[warp] + __popc(xb & below);
+        uint32_t at = bx + wx[warp] + __popc(xb & below);
+        if (other && at < cap_x) {
             typedef raw_bytes<sizeof(point_mem)> raw;
             os[at] = x;
             ((raw*)op)[at] = ((const raw*)p)[i];
         }
-        if (one)
-            oi[b1 + w1[warp] + __popc(ob & below)] = (uint32_t)i;
+        at = b1 + w1[warp] + __popc(ob & below);
+        if (one && at < cap_1)
+            oi[at] = (uint32_t)i;
         __syncthreads();  // wx, w1, bx, b1 are the next tile's
     }
 }
@@ -368,7 +376,8 @@ static bool msm_split01(const gpu_t& gpu, int dev, dalloc& mem,
         st.bzero(sc.counts.ptr, 2);
         split01_gather<affine_mem><<<grid_for(st, n, SPLIT_GATHER_BLOCK),
                                      SPLIT_GATHER_BLOCK, 0, st>>>(
-            s, pm, n, sc.counts.ptr, sc.scalars.ptr, gp, sc.ones_at.ptr);
+            s, pm, n, sc.counts.ptr, sc.scalars.ptr, gp, (uint32_t)others,
+            sc.ones_at.ptr, (uint32_t)ones);
         CUDA_OK(cudaGetLastError());
         lap("gather");
         if (ones) {
