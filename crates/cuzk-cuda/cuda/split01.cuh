@@ -1,6 +1,6 @@
 //! The 0/1 split of a witness-shaped MSM: in Filecoin circuits most L, A
 //! and B scalars are 0 or 1. Zeros are dropped; the points of the ones are
-//! summed by `sum_indexed` (all SMs, one index list); only the other
+//! summed by sppark's batch addition over their index list; only the other
 //! scalars, gathered with their points, go through Pippenger. One pass
 //! counts the three kinds, a second gathers the others and the ones'
 //! indices, taking slots a block at a time (per-warp atomics on one
@@ -8,8 +8,8 @@
 //! after sppark's MSM headers and `dalloc.cuh`.
 //!
 //! `CUZK_SPLIT_BITMAP=1` runs the first version instead (per-warp slots,
-//! the ones summed by sppark's bitmap batch addition,
-//! `msm/batch_addition.cuh`), for comparisons.
+//! the ones summed by sppark's bitmap batch addition), for comparisons.
+//! Both batch additions are in sppark's `msm/batch_addition.cuh`.
 //!
 //! The gather's order depends on the scheduling of blocks, but an MSM is a
 //! sum in a group, so the result does not.
@@ -94,25 +94,18 @@ __global__ void split01_kernel(const fr_t* s, const point_mem* p, size_t n,
 }
 
 // Counts the scalars s[0..n) that are 1 (Montgomery) in counts[1] and
-// those neither 0 nor 1 in counts[0], and sets bit i of `ones` when s[i]
-// = 1. Per-thread tallies, one atomic add per warp at the end.
-// blockDim.x must be a multiple of 32.
-__global__ void split01_count(const fr_t* s, size_t n, uint32_t* ones,
-                              uint32_t* counts)
+// those neither 0 nor 1 in counts[0]: per-thread tallies, one atomic add
+// per warp at the end. blockDim.x must be a multiple of 32.
+__global__ void split01_count(const fr_t* s, size_t n, uint32_t* counts)
 {
     const size_t stride = (size_t)blockDim.x * gridDim.x;
-    const size_t rounded = (n + 31) & ~(size_t)31;
     const uint32_t lane = threadIdx.x % 32;
     uint32_t n1 = 0, nx = 0;
-    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x;
-         i < rounded; i += stride) {
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += stride) {
         const scalar01 c{s, i, n};
-        const bool one = c.one, other = c.other;
-        uint32_t ob = __ballot_sync(0xffffffff, one);
-        if (lane == 0)
-            ones[i / 32] = ob;
-        n1 += one;
-        nx += other;
+        n1 += c.one;
+        nx += c.other;
     }
     for (uint32_t off = 16; off; off >>= 1) {
         n1 += __shfl_down_sync(0xffffffff, n1, off);
@@ -182,42 +175,9 @@ void split01_gather(const fr_t* s, const point_mem* p, size_t n,
     }
 }
 
-// Per-warp sums of the points p[idx[0..count)): each thread adds a
-// strided share (mixed XYZZ additions), each warp's threads fold theirs,
-// and sums[w] gets warp w's (gridDim.x·blockDim.x/WARP_SZ of them).
-template<class bucket_T, class affine_mem, class bucket_mem = typename bucket_T::mem_t,
-         class affine_T = typename bucket_T::affine_t>
-__launch_bounds__(384) __global__
-void sum_indexed(bucket_mem* sums, const affine_mem* p, const uint32_t* idx,
-                 uint32_t count)
-{
-    const uint32_t degree = bucket_T::degree;
-    const uint32_t warp_sz = WARP_SZ / degree;
-    const uint32_t tid = (threadIdx.x + blockDim.x * blockIdx.x) / degree;
-    const uint32_t nthreads = gridDim.x * blockDim.x / degree;
-    const uint32_t xid = tid % warp_sz;
-    bucket_T acc;
-    acc.inf();
-    for (uint32_t i = tid; i < count; i += nthreads) {
-        affine_T q = p[idx[i]];
-        if (degree == 2)
-            acc.uadd(q);
-        else
-            acc.add(q);
-    }
-    for (uint32_t off = 1; off < warp_sz;) {
-        auto down = shfl_down(acc, off * degree);
-        off <<= 1;
-        if ((xid & (off - 1)) == 0)
-            acc.uadd(down);
-    }
-    if (xid == 0)
-        sums[tid / warp_sz] = acc;
-}
-
 // Device scratch of the split, kept across calls like the other buffers.
 struct split_scratch {
-    dbuf<uint32_t> ones;    // bitmap, padded to whole 1024-bit chunks
+    dbuf<uint32_t> ones;    // CUZK_SPLIT_BITMAP: bitmap, whole 1024-bit chunks
     dbuf<uint32_t> counts;  // others, ones
     dbuf<fr_t> scalars;     // gathered scalars
     dbuf<uint8_t> points;   // gathered points (G1 or G2)
@@ -332,18 +292,19 @@ static bool msm_split01(const gpu_t& gpu, int dev, dalloc& mem,
         t0 = t1;
     };
     const unsigned block = 256;
-    size_t nwords = (n + 1023) / 1024 * 32;
-    if (!try_reserve(sc.ones, mem, nwords) || !try_reserve(sc.counts, mem, 2))
+    size_t nwords = (n + 1023) / 1024 * 32;  // the first version's bitmap
+    if ((bitmap && !try_reserve(sc.ones, mem, nwords)) ||
+        !try_reserve(sc.counts, mem, 2))
         return false;
-    st.bzero(sc.ones.ptr, nwords);
+    if (bitmap)
+        st.bzero(sc.ones.ptr, nwords);
     st.bzero(sc.counts.ptr, 2);
     if (bitmap)
         split01_kernel<affine_mem><<<grid_for(st, n, block), block, 0, st>>>(
             s, pm, n, sc.ones.ptr, sc.counts.ptr, (fr_t*)nullptr,
             (affine_mem*)nullptr, CLASSIFY);
     else
-        split01_count<<<grid_for(st, n, block), block, 0, st>>>(
-            s, n, sc.ones.ptr, sc.counts.ptr);
+        split01_count<<<grid_for(st, n, block), block, 0, st>>>(s, n, sc.counts.ptr);
     CUDA_OK(cudaGetLastError());
     uint32_t counts[2];
     st.DtoH(counts, sc.counts.ptr, 2);
@@ -358,8 +319,7 @@ static bool msm_split01(const gpu_t& gpu, int dev, dalloc& mem,
     // Per-warp sums of the ones.
     size_t nsums = 0;
     if (ones) {
-        nsums = bitmap ? gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ
-                       : gpu.sm_count() * 384 / WARP_SZ;
+        nsums = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
         if (!try_reserve(sc.sums, mem, nsums * sizeof(bucket_mem)))
             return false;
         if (!bitmap && !try_reserve(sc.ones_at, mem, ones))
@@ -372,7 +332,8 @@ static bool msm_split01(const gpu_t& gpu, int dev, dalloc& mem,
 
     if (!bitmap) {
         // Others and the ones' indices in one pass; the ones summed by
-        // index; Pippenger over the others.
+        // index (their count is counts[1] after the gather); Pippenger
+        // over the others.
         st.bzero(sc.counts.ptr, 2);
         split01_gather<affine_mem><<<grid_for(st, n, SPLIT_GATHER_BLOCK),
                                      SPLIT_GATHER_BLOCK, 0, st>>>(
@@ -381,8 +342,9 @@ static bool msm_split01(const gpu_t& gpu, int dev, dalloc& mem,
         CUDA_OK(cudaGetLastError());
         lap("gather");
         if (ones) {
-            sum_indexed<bucket_T, affine_mem><<<gpu.sm_count(), 384, 0, st>>>(
-                (bucket_mem*)sc.sums.ptr, pm, sc.ones_at.ptr, (uint32_t)ones);
+            batch_addition<bucket_T><<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, st>>>(
+                (bucket_mem*)sc.sums.ptr, pm, (size_t)n, sc.ones_at.ptr,
+                sc.counts.ptr[1]);
             CUDA_OK(cudaGetLastError());
             lap("ones");
         }
