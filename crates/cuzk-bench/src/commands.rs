@@ -1,6 +1,5 @@
 //! The client commands: fixtures, single, batch, status, metrics.
 
-use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -14,33 +13,42 @@ use cuzk_server::convert::submit_request;
 use tokio::sync::Semaphore;
 
 use crate::progress::{spinner, FixtureProgress};
+use crate::select::Selection;
 
-/// Makes or reuses fixtures in `dir`, showing progress.
-pub fn gen_fixtures(dir: &Path) -> Result<Fixtures> {
-    eprintln!("fixtures in {}", dir.display());
-    eprintln!(
-        "WARNING: Groth16 parameters made here are INSECURE (known toxic waste), for local testing only."
-    );
+/// Makes or reuses the selected fixtures (with their parameters unless
+/// `inputs_only`), showing progress.
+pub fn gen_fixtures(sel: &Selection, inputs_only: bool) -> Result<Fixtures> {
+    let what = if sel.synthetic { "synthetic" } else { "sealed" };
+    eprintln!("{} {what} fixtures in {}", sel.size, sel.dir.display());
+    if !inputs_only {
+        eprintln!(
+            "WARNING: Groth16 parameters made here are INSECURE (known toxic waste), for local testing only."
+        );
+    }
     let mut p = FixtureProgress::new();
-    let f = cuzk_fixtures::ensure(dir, &mut |e| p.on(e))?;
-    eprintln!(
-        "fixtures ready (parameters in {})",
-        f.params_dir().display()
-    );
+    let f = sel.ensure(!inputs_only, &mut |e| p.on(e))?;
+    if inputs_only {
+        eprintln!("fixtures ready (inputs only: no parameters made)");
+    } else {
+        eprintln!(
+            "fixtures ready (parameters in {})",
+            f.params_dir().display()
+        );
+    }
     Ok(f)
 }
 
 /// Loads fixtures for a client command, pointing this process' parameter
 /// cache at them so proofs can be verified here too.
-pub fn client_fixtures(dir: &Path) -> Result<Fixtures> {
-    let f = cuzk_fixtures::load(dir)?;
+pub fn client_fixtures(sel: &Selection) -> Result<Fixtures> {
+    let f = sel.load()?;
     cuzk_core::params::init_parameter_cache(&f.params_dir())?;
     Ok(f)
 }
 
 /// The fixtures and their checked request of `kind`.
-pub fn fixture_request(dir: &Path, kind: ProofKind) -> Result<(Fixtures, ProofRequest)> {
-    let f = client_fixtures(dir)?;
+pub fn fixture_request(sel: &Selection, kind: ProofKind) -> Result<(Fixtures, ProofRequest)> {
+    let f = client_fixtures(sel)?;
     let req = f
         .request(kind)?
         .validate(u64::MAX)
@@ -132,12 +140,12 @@ pub fn result_line(kind: ProofKind, c: &Checked) -> String {
 
 pub async fn single(
     addr: &str,
-    dir: &Path,
+    sel: &Selection,
     kind: ProofKind,
     request_id: String,
     priority: i32,
 ) -> Result<()> {
-    let fixtures = client_fixtures(dir)?;
+    let fixtures = client_fixtures(sel)?;
     let bar = spinner(format!("proving {kind} via {addr}"));
     let c = prove_one(addr, &fixtures, kind, request_id, priority).await?;
     bar.finish_and_clear();
@@ -150,7 +158,7 @@ pub async fn single(
 
 pub async fn batch(
     addr: &str,
-    dir: &Path,
+    sel: &Selection,
     kind: ProofKind,
     count: usize,
     concurrency: usize,
@@ -158,7 +166,7 @@ pub async fn batch(
     if count == 0 || concurrency == 0 {
         bail!("--count and --concurrency must be at least 1");
     }
-    let fixtures = client_fixtures(dir)?;
+    let fixtures = client_fixtures(sel)?;
     let bar = indicatif::ProgressBar::new(count as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("[{elapsed_precise}] {bar:30} {pos}/{len} {msg}")

@@ -3,8 +3,6 @@
 //! a GPU is present), one proof of each kind
 //! through gRPC, each verified again on the client side.
 
-use std::path::Path;
-
 use anyhow::Result;
 use cuzk_core::{Config, ProofKind};
 use cuzk_server::Daemon;
@@ -12,11 +10,12 @@ use indicatif::MultiProgress;
 
 use crate::commands::{gen_fixtures, prove_one, result_line};
 use crate::progress::spinner;
+use crate::select::Selection;
 
 /// Runs the demo; `Ok(true)` when every proof verified.
-pub async fn run(dir: &Path) -> Result<bool> {
-    let dir = dir.to_path_buf();
-    let fixtures = tokio::task::spawn_blocking(move || gen_fixtures(&dir)).await??;
+pub async fn run(sel: &Selection) -> Result<bool> {
+    let sel_owned = sel.clone();
+    let fixtures = tokio::task::spawn_blocking(move || gen_fixtures(&sel_owned, false)).await??;
 
     let mut config = Config::default();
     config.daemon.listen = "127.0.0.1:0".into();

@@ -1,6 +1,6 @@
-//! `gen-params`: fast local (INSECURE) Groth16 parameters for the 2 KiB
-//! circuits, optionally timed side by side with bellperson's generator
-//! (the one filecoin-proofs uses).
+//! `gen-params`: fast local (INSECURE) Groth16 parameters for a sector
+//! size's circuits, optionally timed side by side with bellperson's
+//! generator (the one filecoin-proofs uses).
 
 use std::path::Path;
 use std::time::Instant;
@@ -8,9 +8,9 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use cuzk_setup::{generate_filecoin, time_bellperson, FilecoinCircuit};
 
-/// The 2 KiB circuits named by `kind` (`all` or a proof kind).
-pub fn circuits(kind: &str) -> Result<Vec<FilecoinCircuit>> {
-    let all = FilecoinCircuit::all_2kib();
+/// The circuits of `size` named by `kind` (`all` or a proof kind).
+pub fn circuits(size: cuzk_fixtures::SectorSize, kind: &str) -> Result<Vec<FilecoinCircuit>> {
+    let all = cuzk_fixtures::circuits(size);
     let pick = |f: fn(&FilecoinCircuit) -> bool| all.into_iter().filter(f).collect::<Vec<_>>();
     Ok(match kind {
         "all" => all.to_vec(),

@@ -4,6 +4,7 @@
 //! daemon, reads its status and metrics, and runs the end-to-end demo
 //! (fixtures, an in-process daemon, one verified proof of each kind).
 
+mod check_circuits;
 mod commands;
 mod demo;
 mod gen_params;
@@ -11,6 +12,7 @@ mod gpu_bench;
 mod gpu_stress;
 mod progress;
 mod prover_bench;
+mod select;
 mod srs_cmd;
 mod stress;
 
@@ -41,43 +43,31 @@ struct Target {
     addr: String,
 }
 
-#[derive(clap::Args, Clone)]
-struct FixtureDir {
-    /// Fixture directory [default: $CUZK_FIXTURES_DIR or ~/.cache/cuzk/fixtures-2KiB]
-    #[arg(long)]
-    fixtures: Option<PathBuf>,
-}
-
-impl FixtureDir {
-    fn dir(&self) -> PathBuf {
-        self.fixtures
-            .clone()
-            .unwrap_or_else(cuzk_fixtures::default_dir)
-    }
-}
+use select::FixtureArgs;
 
 #[derive(Subcommand)]
 enum Command {
-    /// Generate local 2 KiB fixtures: INSECURE test parameters, sealed
-    /// sectors, C1 output and vanilla proofs of every kind. Reuses what exists.
+    /// Generate local fixtures: INSECURE test parameters and the inputs of
+    /// one proof of every kind (C1 output, vanilla proofs). 2 KiB: sealed
+    /// sectors (or `--synthetic`); larger sizes: synthetic sectors. Reuses
+    /// what exists.
     GenFixtures {
-        /// Sector size (only 2KiB is supported).
-        #[arg(long, default_value = "2KiB")]
-        sector_size: String,
-        /// Fixture directory [default: $CUZK_FIXTURES_DIR or ~/.cache/cuzk/fixtures-2KiB]
+        #[command(flatten)]
+        fixtures: FixtureArgs,
+        /// Only the inputs, no parameters (enough for check-circuits).
         #[arg(long)]
-        dir: Option<PathBuf>,
+        inputs_only: bool,
     },
-    /// Generate INSECURE local Groth16 parameters (.params / .vk) for the
-    /// 2 KiB circuits with our fast generator.
+    /// Generate INSECURE local Groth16 parameters (.params / .vk) for a
+    /// sector size's circuits with our fast generator.
     GenParams {
         /// all, porep, snap, window-post or winning-post.
         #[arg(long, default_value = "all")]
         kind: String,
-        /// Sector size (only 2KiB).
+        /// 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
         #[arg(long, default_value = "2KiB")]
-        sector_size: String,
-        /// Output directory [default: the fixtures' parameter directory].
+        sector_size: cuzk_fixtures::SectorSize,
+        /// Output directory [default: the size's fixture parameter directory].
         #[arg(long)]
         dir: Option<PathBuf>,
         /// RNG seed [default: the fixtures' seed of each circuit].
@@ -105,7 +95,7 @@ enum Command {
         #[command(flatten)]
         target: Target,
         #[command(flatten)]
-        fixtures: FixtureDir,
+        fixtures: FixtureArgs,
     },
     /// Prove many requests of a kind, some at a time, and report throughput.
     Batch {
@@ -119,7 +109,7 @@ enum Command {
         #[command(flatten)]
         target: Target,
         #[command(flatten)]
-        fixtures: FixtureDir,
+        fixtures: FixtureArgs,
     },
     /// Submit a mixed load (kinds, priorities, idempotency probes), J at a
     /// time, and report outcomes and latencies. Without --addr, starts a
@@ -165,7 +155,7 @@ enum Command {
         #[arg(long)]
         gpu_workers: Option<usize>,
         #[command(flatten)]
-        fixtures: FixtureDir,
+        fixtures: FixtureArgs,
     },
     /// Print the daemon's status.
     Status {
@@ -177,11 +167,33 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Synthesize every partition of the fixtures' proof of a kind and check
+    /// every constraint (no parameters needed); one child process per
+    /// partition. Ends with `check-circuits kind=K sector_size=SIZE
+    /// partitions=N satisfied=S/N constraints_per_partition=C
+    /// blank_constraints=B`; exits non-zero unless S=N.
+    CheckCircuits {
+        #[arg(long, value_parser = parse_kind)]
+        kind: ProofKind,
+        /// Partitions checked at once (each in its own process).
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// Only these partitions [default: all].
+        #[arg(long, value_delimiter = ',')]
+        partitions: Vec<usize>,
+        /// Internal: check this one partition and print JSON.
+        #[arg(long, hide = true)]
+        partition: Option<usize>,
+        #[arg(long, hide = true)]
+        child: bool,
+        #[command(flatten)]
+        fixtures: FixtureArgs,
+    },
     /// Make fixtures if needed, start a daemon in this process, prove one of
     /// each kind through gRPC and print one line per kind.
     Demo {
         #[command(flatten)]
-        fixtures: FixtureDir,
+        fixtures: FixtureArgs,
     },
     /// Sizes and load times of a circuit's SRS: `.params` decoded, and the
     /// memory-mapped warm form.
@@ -195,7 +207,7 @@ enum Command {
         #[arg(long, default_value = "/tmp/cuzk-warm")]
         warm_dir: PathBuf,
         #[command(flatten)]
-        fixtures: FixtureDir,
+        fixtures: FixtureArgs,
     },
     /// Per-stage GPU timings of a synthetic partition-shaped input at domain
     /// 2^k (no circuit synthesis; SRS of valid but repeated points), SRS
@@ -259,16 +271,13 @@ enum Command {
         #[arg(long, default_value_t = 7)]
         seed: u64,
         #[command(flatten)]
-        fixtures: FixtureDir,
+        fixtures: FixtureArgs,
     },
     /// Time bellperson's CPU prover and ours on the same circuit, SRS, r and
     /// s; ends with `ratio_vs_bellperson=<x>`.
     ProverBench {
         #[arg(long, value_parser = parse_kind, default_value = "porep")]
         kind: ProofKind,
-        /// Sector size (only 2KiB fixtures exist).
-        #[arg(long, default_value = "2KiB")]
-        sector_size: String,
         /// Runs per prover; the best time counts.
         #[arg(long, default_value_t = 1)]
         runs: usize,
@@ -279,7 +288,7 @@ enum Command {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
-        fixtures: FixtureDir,
+        fixtures: FixtureArgs,
     },
 }
 
@@ -317,10 +326,10 @@ fn main() -> Result<()> {
         .enable_all()
         .build()?;
     match cli.command {
-        Command::GenFixtures { sector_size, dir } => {
-            check_sector_size(&sector_size)?;
-            commands::gen_fixtures(&dir.unwrap_or_else(cuzk_fixtures::default_dir)).map(|_| ())
-        }
+        Command::GenFixtures {
+            fixtures,
+            inputs_only,
+        } => commands::gen_fixtures(&fixtures.selection(), inputs_only).map(|_| ()),
         Command::GenParams {
             kind,
             sector_size,
@@ -329,10 +338,9 @@ fn main() -> Result<()> {
             force,
             compare,
         } => {
-            check_sector_size(&sector_size)?;
-            let dir =
-                dir.unwrap_or_else(|| cuzk_fixtures::params_dir(&cuzk_fixtures::default_dir()));
-            gen_params::run(&gen_params::circuits(&kind)?, &dir, seed, force, compare)
+            let dir = dir.unwrap_or_else(|| cuzk_fixtures::default_params_dir(sector_size));
+            let circuits = gen_params::circuits(sector_size, &kind)?;
+            gen_params::run(&circuits, &dir, seed, force, compare)
         }
         Command::Single {
             kind,
@@ -342,7 +350,7 @@ fn main() -> Result<()> {
             fixtures,
         } => runtime.block_on(commands::single(
             &target.addr,
-            &fixtures.dir(),
+            &fixtures.selection(),
             kind,
             request_id,
             priority.unwrap_or(0),
@@ -355,7 +363,7 @@ fn main() -> Result<()> {
             fixtures,
         } => runtime.block_on(commands::batch(
             &target.addr,
-            &fixtures.dir(),
+            &fixtures.selection(),
             kind,
             count,
             concurrency,
@@ -379,7 +387,7 @@ fn main() -> Result<()> {
                 mix,
                 addr,
                 seed,
-                fixtures: fixtures.dir(),
+                fixtures: fixtures.selection(),
                 timeout: std::time::Duration::from_secs(timeout_secs),
                 verbose,
                 backend,
@@ -431,24 +439,22 @@ fn main() -> Result<()> {
             workers,
             vram_limit: vram_limit.map(|b| b.as_u64()),
             device,
-            fixtures: (!no_fixtures).then(|| fixtures.dir()),
+            fixtures: (!no_fixtures).then(|| fixtures.selection().dir),
             seed,
         }),
         Command::ProverBench {
             kind,
-            sector_size,
             runs,
             r#impl,
             json,
             fixtures,
         } => {
-            check_sector_size(&sector_size)?;
-            let dir = fixtures.dir();
+            let sel = fixtures.selection();
             if r#impl == prover_bench::Impl::Both {
-                commands::gen_fixtures(&dir)?;
-                prover_bench::compare(kind, &dir, runs)
+                commands::gen_fixtures(&sel, false)?;
+                prover_bench::compare(kind, &sel, runs)
             } else {
-                let run = prover_bench::measure(kind, &dir, r#impl)?;
+                let run = prover_bench::measure(kind, &sel, r#impl)?;
                 if json {
                     println!("{}", serde_json::to_string(&run)?);
                 } else {
@@ -462,9 +468,30 @@ fn main() -> Result<()> {
             checked,
             warm_dir,
             fixtures,
-        } => srs_cmd::run(kind, &fixtures.dir(), checked, &warm_dir),
+        } => srs_cmd::run(kind, &fixtures.selection(), checked, &warm_dir),
+        Command::CheckCircuits {
+            kind,
+            jobs,
+            partitions,
+            partition,
+            child,
+            fixtures,
+        } => {
+            let sel = fixtures.selection();
+            match (child, partition) {
+                (true, Some(k)) => check_circuits::run_child(kind, &sel, k),
+                (true, None) => bail!("--child needs --partition"),
+                (false, _) => {
+                    let only: Vec<usize> = partitions.into_iter().chain(partition).collect();
+                    if !check_circuits::run(kind, &sel, jobs, &only)? {
+                        std::process::exit(1);
+                    }
+                    Ok(())
+                }
+            }
+        }
         Command::Demo { fixtures } => {
-            let ok = runtime.block_on(demo::run(&fixtures.dir()))?;
+            let ok = runtime.block_on(demo::run(&fixtures.selection()))?;
             if !ok {
                 std::process::exit(1);
             }
@@ -480,11 +507,4 @@ fn init_logging() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-}
-
-fn check_sector_size(s: &str) -> Result<()> {
-    match s.to_ascii_lowercase().as_str() {
-        "2kib" | "2048" | "2k" => Ok(()),
-        _ => bail!("only 2KiB fixtures can be generated (got --sector-size {s})"),
-    }
 }

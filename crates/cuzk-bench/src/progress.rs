@@ -18,6 +18,18 @@ pub fn spinner(message: impl Into<String>) -> ProgressBar {
     bar
 }
 
+/// A bar of `total` units with rate and ETA.
+pub fn bar(total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "[{elapsed_precise}] {bar:30} {human_pos}/{human_len} ({per_sec}, eta {eta}) {msg}",
+        )
+        .expect("valid template"),
+    );
+    bar
+}
+
 /// Shows fixture generation steps as spinners with their rough cost.
 pub struct FixtureProgress {
     current: Option<ProgressBar>,
@@ -41,6 +53,14 @@ impl FixtureProgress {
                     format!("~{estimate_secs} s")
                 };
                 self.current = Some(spinner(format!("generating {step} ({est})")));
+            }
+            Progress::Advanced { step, done, total } => {
+                let bar = self.current.get_or_insert_with(|| bar(total));
+                if bar.length() != Some(total) {
+                    *bar = self::bar(total);
+                }
+                bar.set_message(step);
+                bar.set_position(done);
             }
             Progress::Done { step, secs } => {
                 if let Some(bar) = self.current.take() {

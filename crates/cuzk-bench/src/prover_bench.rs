@@ -7,7 +7,6 @@
 //! synthesis plus proving (the SRS is loaded before the clock starts, and
 //! its load time is reported apart).
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
@@ -23,6 +22,8 @@ use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+
+use crate::select::Selection;
 
 /// Which prover a child process runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
@@ -71,8 +72,8 @@ fn peak_rss_mib() -> f64 {
 }
 
 /// Runs one prover in this process and returns its measurements.
-pub fn measure(kind: ProofKind, dir: &Path, which: Impl) -> Result<Run> {
-    let (fixtures, req) = crate::commands::fixture_request(dir, kind)?;
+pub fn measure(kind: ProofKind, sel: &Selection, which: Impl) -> Result<Run> {
+    let (fixtures, req) = crate::commands::fixture_request(sel, kind)?;
     let source = partition_source(&req).map_err(anyhow::Error::msg)?;
     let files = param_files(req.proof_type).map_err(anyhow::Error::msg)?;
     let n = source.partitions();
@@ -149,7 +150,7 @@ fn accumulate(total: &mut ProveStats, st: &ProveStats) {
 
 /// Runs both provers in child processes, `runs` times each (best time
 /// kept), and prints the comparison.
-pub fn compare(kind: ProofKind, dir: &Path, runs: usize) -> Result<()> {
+pub fn compare(kind: ProofKind, sel: &Selection, runs: usize) -> Result<()> {
     let exe = std::env::current_exe()?;
     let child = |which: &str| -> Result<Run> {
         let out = Command::new(&exe)
@@ -161,8 +162,12 @@ pub fn compare(kind: ProofKind, dir: &Path, runs: usize) -> Result<()> {
                 which,
                 "--json",
             ])
+            .arg("--sector-size")
+            .arg(sel.size.name())
             .arg("--fixtures")
-            .arg(dir)
+            .arg(&sel.dir)
+            .arg("--params")
+            .arg(&sel.params)
             .output()
             .with_context(|| format!("running the {which} child"))?;
         if !out.status.success() {

@@ -15,8 +15,13 @@ fn mib(b: u64) -> f64 {
 /// Loads the fixtures' SRS of `kind` as `.params` (unchecked, and checked if
 /// asked), writes and opens its warm form under `warm_dir`, and prints sizes
 /// and times.
-pub fn run(kind: ProofKind, fixtures_dir: &Path, checked: bool, warm_dir: &Path) -> Result<()> {
-    let (_, req) = crate::commands::fixture_request(fixtures_dir, kind)?;
+pub fn run(
+    kind: ProofKind,
+    sel: &crate::select::Selection,
+    checked: bool,
+    warm_dir: &Path,
+) -> Result<()> {
+    let (_, req) = crate::commands::fixture_request(sel, kind)?;
     let files = param_files(req.proof_type).map_err(anyhow::Error::msg)?;
     let t = Instant::now();
     let file = ParamsFile::open(&files.params)?;

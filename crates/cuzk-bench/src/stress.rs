@@ -16,7 +16,6 @@
 //! submit-to-answer time and the daemon's own `total_ms`.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -57,7 +56,7 @@ pub struct Options {
     /// A running daemon; `None` starts one in this process.
     pub addr: Option<String>,
     pub seed: Option<u64>,
-    pub fixtures: PathBuf,
+    pub fixtures: crate::select::Selection,
     /// After this, unanswered jobs count as lost.
     pub timeout: Duration,
     /// Print one line per job (in answer order) before the summary.
@@ -163,11 +162,11 @@ pub async fn run(opts: Options) -> Result<bool> {
     let plans = plan(opts.jobs, &mix, seed, &run_id);
 
     // Fixtures, and the daemon when none is given.
-    let dir: PathBuf = opts.fixtures.clone();
+    let sel = opts.fixtures.clone();
     let fixtures = if opts.addr.is_some() {
-        tokio::task::spawn_blocking(move || client_fixtures(&dir)).await??
+        tokio::task::spawn_blocking(move || client_fixtures(&sel)).await??
     } else {
-        tokio::task::spawn_blocking(move || gen_fixtures(&dir)).await??
+        tokio::task::spawn_blocking(move || gen_fixtures(&sel, false)).await??
     };
     let mut requests = HashMap::new();
     for k in &mix {

@@ -17,6 +17,7 @@ mod snap;
 
 use bellperson::groth16::{Parameters, Proof as BellpersonProof};
 use blstrs::{Bls12, Scalar};
+use cuzk_prover::check::{check_satisfied, CircuitCheck};
 use cuzk_prover::{SynthError, Synthesized, WitnessSize};
 
 pub use porep::porep_source;
@@ -62,6 +63,10 @@ pub trait PartitionSource: Send + Sync {
         size: Option<WitnessSize>,
     ) -> Result<Synthesized, CircuitError>;
 
+    /// Synthesizes partition `k` keeping only its assignment and checks
+    /// every constraint (A·B = C), without building a witness.
+    fn check(&self, k: usize) -> Result<CircuitCheck, CircuitError>;
+
     /// bellperson's CPU prover on the same circuits, all partitions, with
     /// the given randomisers: the reference our proofs are compared with.
     fn bellperson_proofs(
@@ -97,6 +102,14 @@ impl<T: Circuits> PartitionSource for T {
         }
         cuzk_prover::synthesize_sized(self.circuit(k)?, size)
             .map_err(|source| CircuitError::Synth { k, source })
+    }
+
+    fn check(&self, k: usize) -> Result<CircuitCheck, CircuitError> {
+        let count = self.count();
+        if k >= count {
+            return Err(CircuitError::NoPartition { k, count });
+        }
+        check_satisfied(self.circuit(k)?).map_err(|source| CircuitError::Synth { k, source })
     }
 
     fn bellperson_proofs(

@@ -172,6 +172,19 @@ impl RawRequest {
     /// looked up in the process' parameter cache; missing ones give
     /// [`RequestError::FailedPrecondition`].
     pub fn validate(&self, max_vanilla_bytes: u64) -> Result<ProofRequest, RequestError> {
+        self.checked(max_vanilla_bytes, true)
+    }
+
+    /// As [`RawRequest::validate`], without looking for parameter files:
+    /// for tools that synthesize circuits but do not prove them.
+    pub fn validate_without_params(
+        &self,
+        max_vanilla_bytes: u64,
+    ) -> Result<ProofRequest, RequestError> {
+        self.checked(max_vanilla_bytes, false)
+    }
+
+    fn checked(&self, max_vanilla_bytes: u64, params: bool) -> Result<ProofRequest, RequestError> {
         let kind = self.kind()?;
         let priority = match self.priority {
             0 => kind.default_priority(),
@@ -220,7 +233,7 @@ impl RawRequest {
             ));
         }
         let files = param_files(proof_type).map_err(RequestError::FailedPrecondition)?;
-        if let Some(missing) = files.missing() {
+        if let Some(missing) = files.missing().filter(|_| params) {
             return Err(RequestError::FailedPrecondition(format!(
                 "Groth16 parameters for {} ({proof_type}) are not available: {} is missing",
                 proof_type.circuit_id(),

@@ -1,18 +1,34 @@
 //! cuzk-fixtures: everything needed to prove locally, made locally.
 //!
-//! [`ensure`] fills a directory (default `~/.cache/cuzk/fixtures-2KiB`) with
-//! insecure Groth16 parameters for the four 2 KiB circuits (made by
-//! cuzk-setup's fast generator), two sealed
-//! sectors, and the inputs of one proof of each kind: the PoRep C1 output,
-//! WinningPoSt and WindowPoSt vanilla proofs, and SnapDeals partition proofs,
-//! plus every public input needed to verify the results independently. Steps
-//! already done are reused; `manifest.json` is written last and marks a
-//! complete set. A lock file serialises concurrent runs (tests, CI jobs).
+//! A fixture set is a directory with the inputs of one proof of each kind —
+//! a PoRep C1 output, WinningPoSt and WindowPoSt vanilla proofs, SnapDeals
+//! partition proofs — and every public input needed to verify the results
+//! independently (`manifest.json`, [`manifest`]), plus a parameter
+//! directory with insecure Groth16 parameters for that sector size's four
+//! circuits (made by cuzk-setup's fast generator, [`params`]).
+//!
+//! Two kinds of set:
+//! * [`ensure`]: the **sealed** 2 KiB set (default
+//!   `~/.cache/cuzk/fixtures-2KiB`): two sectors really sealed with
+//!   filecoin-proofs-api ([`sealed`]);
+//! * [`ensure_synthetic`]: a **synthetic** set of any sector size (2 KiB to
+//!   64 GiB, `~/.cache/cuzk/fixtures-<size>`), made without sealing: real
+//!   wherever a proof looks, cheap everywhere else ([`synthetic`]).
+//!
+//! Steps already done are reused; `manifest.json` is written last and marks
+//! a complete set. A lock file serialises concurrent runs (tests, CI jobs).
 
+pub mod manifest;
 mod params;
+mod requests;
+mod sealed;
 mod sector;
+mod size;
+pub mod synthetic;
 
-pub use params::seed as params_seed;
+pub use manifest::Manifest;
+pub use params::{circuits, seed as params_seed};
+pub use size::SectorSize;
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -20,37 +36,18 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use filecoin_proofs_api::{
-    post, seal, update, PublicReplicaInfo, RegisteredPoStProof, RegisteredSealProof,
-    RegisteredUpdateProof, SectorId,
-};
 use fs2::FileExt;
-use rand::SeedableRng;
-use rand_chacha::ChaCha20Rng;
-use serde::{Deserialize, Serialize};
-use tracing::info;
 
-use cuzk_core::kinds::{
-    post_proof_to_wire, prover_id_from_miner, seal_proof_to_wire, update_proof_to_wire,
-};
-use cuzk_core::request::kind_to_wire;
-use cuzk_core::{ProofKind, RawRequest};
+use manifest::MANIFEST_VERSION;
 
-/// Environment variable overriding the fixture directory.
+/// Environment variable overriding the sealed 2 KiB fixture directory.
 pub const FIXTURES_DIR_ENV: &str = "CUZK_FIXTURES_DIR";
 
-/// Manifest format version; bump when the layout changes.
-const MANIFEST_VERSION: u32 = 3;
-
-/// The only sector size fixtures are made for (so far).
+/// The sector size of the sealed fixture set.
 pub const SECTOR_SIZE: u64 = sector::SECTOR_SIZE;
 
-const SEAL_PROOF: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
-const WINNING_PROOF: RegisteredPoStProof = RegisteredPoStProof::StackedDrgWinning2KiBV1;
-const WINDOW_PROOF: RegisteredPoStProof = RegisteredPoStProof::StackedDrgWindow2KiBV1_2;
-/// The older WindowPoSt version; same circuit and parameters as V1_2.
-const WINDOW_PROOF_V1: RegisteredPoStProof = RegisteredPoStProof::StackedDrgWindow2KiBV1;
-const UPDATE_PROOF: RegisteredUpdateProof = RegisteredUpdateProof::StackedDrg2KiBV1;
+/// The seed synthetic sets are made from unless told otherwise.
+pub const DEFAULT_SYNTHETIC_SEED: u64 = 0x5e_c702;
 
 /// A step of fixture generation, for progress displays.
 #[derive(Clone, Debug)]
@@ -64,107 +61,57 @@ pub enum Progress {
         step: String,
         estimate_secs: u64,
     },
+    /// Part of a long step is done: `done` of `total` units (points, ...).
+    Advanced {
+        step: String,
+        done: u64,
+        total: u64,
+    },
     Done {
         step: String,
         secs: f64,
     },
 }
 
-/// The fixture directory used when none is given: `$CUZK_FIXTURES_DIR`, else
-/// `$XDG_CACHE_HOME/cuzk/fixtures-2KiB`, else `~/.cache/cuzk/fixtures-2KiB`.
+/// `$XDG_CACHE_HOME/cuzk`, else `~/.cache/cuzk`, else `/var/tmp/cuzk`.
+pub fn cache_root() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("/var/tmp"))
+        .join("cuzk")
+}
+
+/// The sealed fixture directory used when none is given:
+/// `$CUZK_FIXTURES_DIR`, else `<cache root>/fixtures-2KiB`.
 pub fn default_dir() -> PathBuf {
     if let Some(d) = std::env::var_os(FIXTURES_DIR_ENV) {
         return PathBuf::from(d);
     }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from("/var/tmp"));
-    cache.join("cuzk").join("fixtures-2KiB")
+    cache_root().join("fixtures-2KiB")
 }
 
-/// Public inputs and file names of one complete fixture set.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Manifest {
-    pub version: u32,
-    pub sector_size: u64,
-    pub miner_id: u64,
-    pub porep: PoRepFixture,
-    pub winning_post: PoStFixture,
-    pub window_post: PoStFixture,
-    /// WindowPoSt deadlines of several partitions, to prove partitions other
-    /// than 0 and check them with `verify_window_post` as a whole: one for
-    /// the current proof version (V1_2, whose challenges ignore the
-    /// partition index) and one for V1 (whose challenges depend on it).
-    pub window_deadlines: Vec<DeadlineFixture>,
-    pub snap: SnapFixture,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct DeadlineFixture {
-    pub registered_proof: u64,
-    #[serde(with = "hex32")]
-    pub comm_r: [u8; 32],
-    #[serde(with = "hex32")]
-    pub randomness: [u8; 32],
-    /// Every sector of the deadline, in challenge order.
-    pub sector_numbers: Vec<u64>,
-    /// Vanilla proof files of each partition.
-    pub partitions: Vec<Vec<String>>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct PoRepFixture {
-    pub registered_proof: u64,
-    pub sector_number: u64,
-    pub c1_file: String,
-    #[serde(with = "hex32")]
-    pub comm_r: [u8; 32],
-    #[serde(with = "hex32")]
-    pub comm_d: [u8; 32],
-    #[serde(with = "hex32")]
-    pub ticket: [u8; 32],
-    #[serde(with = "hex32")]
-    pub seed: [u8; 32],
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct PoStFixture {
-    pub registered_proof: u64,
-    pub sector_number: u64,
-    #[serde(with = "hex32")]
-    pub comm_r: [u8; 32],
-    #[serde(with = "hex32")]
-    pub randomness: [u8; 32],
-    pub partition_index: u32,
-    pub vanilla_files: Vec<String>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SnapFixture {
-    pub registered_proof: u64,
-    pub sector_number: u64,
-    #[serde(with = "hex32")]
-    pub comm_r_old: [u8; 32],
-    #[serde(with = "hex32")]
-    pub comm_r_new: [u8; 32],
-    #[serde(with = "hex32")]
-    pub comm_d_new: [u8; 32],
-    pub vanilla_files: Vec<String>,
-}
-
-mod hex32 {
-    use serde::{de::Error, Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&hex::encode(v))
+/// The default directory of a synthetic set: `<cache root>/fixtures-<size>`,
+/// except 2 KiB, which lives beside the sealed set
+/// (`<sealed dir>/synthetic`) and shares its parameters.
+pub fn synthetic_dir(size: SectorSize) -> PathBuf {
+    match size {
+        SectorSize::S2KiB => default_dir().join("synthetic"),
+        other => cache_root().join(format!("fixtures-{}", other.name())),
     }
+}
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 32], D::Error> {
-        let s = String::deserialize(d)?;
-        let v = hex::decode(&s).map_err(D::Error::custom)?;
-        v.try_into()
-            .map_err(|_| D::Error::custom("expected 32 bytes of hex"))
+/// The parameter directory of the fixture set in `dir`.
+pub fn params_dir(dir: &Path) -> PathBuf {
+    dir.join("params")
+}
+
+/// The default parameter directory of `size`'s sets (the sealed and the
+/// synthetic 2 KiB sets share one).
+pub fn default_params_dir(size: SectorSize) -> PathBuf {
+    match size {
+        SectorSize::S2KiB => params_dir(&default_dir()),
+        other => params_dir(&synthetic_dir(other)),
     }
 }
 
@@ -172,59 +119,151 @@ mod hex32 {
 #[derive(Clone, Debug)]
 pub struct Fixtures {
     pub dir: PathBuf,
+    /// The directory with the set's Groth16 parameters (which may not have
+    /// been generated: see [`Fixtures::has_params`]).
+    pub params: PathBuf,
     pub manifest: Manifest,
-}
-
-/// The parameter cache directory inside a fixture directory.
-pub fn params_dir(dir: &Path) -> PathBuf {
-    dir.join("params")
 }
 
 /// Serialises fixture generation within this process; the lock file does it
 /// across processes.
 static IN_PROCESS: Mutex<()> = Mutex::new(());
 
-/// Makes (or reuses) a complete fixture set in `dir`.
+/// Holds the fixture directory's lock while alive.
+struct DirLock {
+    file: File,
+    _guard: std::sync::MutexGuard<'static, ()>,
+}
+
+impl DirLock {
+    fn take(dir: &Path) -> Result<DirLock> {
+        let guard = IN_PROCESS.lock().unwrap_or_else(|p| p.into_inner());
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let file = File::create(dir.join(".lock"))?;
+        file.lock_exclusive()
+            .context("locking the fixture directory")?;
+        Ok(DirLock {
+            file,
+            _guard: guard,
+        })
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let _ = FileExt::unlock(&self.file);
+    }
+}
+
+/// Makes (or reuses) the sealed 2 KiB fixture set in `dir`, with its
+/// parameters in `dir/params`.
 ///
 /// Points this process' Groth16 parameter cache at `dir/params`: call it
 /// before any engine starts in the same process.
 pub fn ensure(dir: &Path, progress: &mut dyn FnMut(Progress)) -> Result<Fixtures> {
-    let _guard = IN_PROCESS.lock().unwrap_or_else(|p| p.into_inner());
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let lock = File::create(dir.join(".lock"))?;
-    lock.lock_exclusive()
-        .context("locking the fixture directory")?;
-
+    let _lock = DirLock::take(dir)?;
     let params = params_dir(dir);
     fs::create_dir_all(&params)?;
     cuzk_core::params::init_parameter_cache(&params)?;
     set_parent_cache(dir)?;
 
-    params::ensure_params(&params, progress)?;
-    let fixtures = match load(dir) {
+    params::ensure_params(SectorSize::S2KiB, &params, progress)?;
+    reuse_or_make(
+        dir,
+        &params,
+        "sectors and vanilla proofs",
+        2,
+        progress,
+        &mut || sealed::make_inputs(dir),
+    )
+}
+
+/// What [`ensure_synthetic`] makes.
+#[derive(Clone, Debug)]
+pub struct SyntheticSpec {
+    pub size: SectorSize,
+    pub dir: PathBuf,
+    pub params: PathBuf,
+    pub seed: u64,
+    /// Also generate the Groth16 parameters (without them the set can be
+    /// synthesized and checked, not proved).
+    pub with_params: bool,
+}
+
+impl SyntheticSpec {
+    /// The default directories and seed for `size`, parameters included.
+    pub fn new(size: SectorSize) -> SyntheticSpec {
+        SyntheticSpec {
+            size,
+            dir: synthetic_dir(size),
+            params: default_params_dir(size),
+            seed: DEFAULT_SYNTHETIC_SEED,
+            with_params: true,
+        }
+    }
+}
+
+/// Makes (or reuses) a synthetic fixture set. With parameters, also points
+/// this process' Groth16 parameter cache at `spec.params`.
+pub fn ensure_synthetic(
+    spec: &SyntheticSpec,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Fixtures> {
+    let _lock = DirLock::take(&spec.dir)?;
+    if spec.with_params {
+        fs::create_dir_all(&spec.params)?;
+        cuzk_core::params::init_parameter_cache(&spec.params)?;
+        params::ensure_params(spec.size, &spec.params, progress)?;
+    }
+    let fixtures = match load_with(&spec.dir, &spec.params) {
         Ok(f) => {
             progress(Progress::Reused {
-                step: "sectors and vanilla proofs".into(),
+                step: format!("synthetic {} sectors and vanilla proofs", spec.size),
             });
             f
         }
         Err(_) => {
-            let step = "sectors and vanilla proofs".to_string();
-            progress(Progress::Started {
-                step: step.clone(),
-                estimate_secs: 2,
-            });
-            let t = Instant::now();
-            let f = make_inputs(dir)?;
-            progress(Progress::Done {
-                step,
-                secs: t.elapsed().as_secs_f64(),
-            });
-            f
+            synthetic::make_inputs(&spec.dir, spec.size, spec.seed, progress)?;
+            load_with(&spec.dir, &spec.params)?
         }
     };
-    FileExt::unlock(&lock)?;
+    let m = &fixtures.manifest;
+    if m.synthetic != Some(spec.seed) || m.sector_size != spec.size.bytes() {
+        bail!(
+            "{} holds another fixture set (sector size {}, synthetic seed {:?}); \
+             remove it or choose another directory",
+            spec.dir.display(),
+            m.sector_size,
+            m.synthetic
+        );
+    }
     Ok(fixtures)
+}
+
+/// Loads the set in `dir` when complete, else makes its inputs with `make`.
+fn reuse_or_make(
+    dir: &Path,
+    params: &Path,
+    step: &str,
+    estimate_secs: u64,
+    progress: &mut dyn FnMut(Progress),
+    make: &mut dyn FnMut() -> Result<Manifest>,
+) -> Result<Fixtures> {
+    if let Ok(f) = load_with(dir, params) {
+        progress(Progress::Reused { step: step.into() });
+        return Ok(f);
+    }
+    progress(Progress::Started {
+        step: step.into(),
+        estimate_secs,
+    });
+    let t = Instant::now();
+    make()?;
+    progress(Progress::Done {
+        step: step.into(),
+        secs: t.elapsed().as_secs_f64(),
+    });
+    load_with(dir, params)
 }
 
 /// filecoin-proofs keeps the SDR parent cache in one process-wide place;
@@ -239,8 +278,14 @@ fn set_parent_cache(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Loads a complete fixture set (no generation).
+/// Loads a complete fixture set (no generation) with its parameters in
+/// `dir/params`.
 pub fn load(dir: &Path) -> Result<Fixtures> {
+    load_with(dir, &params_dir(dir))
+}
+
+/// Loads a complete fixture set whose parameters are in `params`.
+pub fn load_with(dir: &Path, params: &Path) -> Result<Fixtures> {
     let path = dir.join("manifest.json");
     let text = fs::read_to_string(&path).with_context(|| {
         format!(
@@ -259,6 +304,7 @@ pub fn load(dir: &Path) -> Result<Fixtures> {
     }
     let f = Fixtures {
         dir: dir.to_path_buf(),
+        params: params.to_path_buf(),
         manifest,
     };
     for file in f.all_files() {
@@ -269,137 +315,8 @@ pub fn load(dir: &Path) -> Result<Fixtures> {
     Ok(f)
 }
 
-fn make_inputs(dir: &Path) -> Result<Fixtures> {
-    let mut rng = ChaCha20Rng::seed_from_u64(0x2c1f_0001);
-    let miner_id = 1000;
-    let prover_id = prover_id_from_miner(miner_id);
-    let work = dir.join("work");
-
-    info!("sealing a 2 KiB sector with random data");
-    let data = sector::random_data(&mut rng);
-    let sealed = sector::seal_sector(
-        SEAL_PROOF,
-        &work.join("sector-1"),
-        prover_id,
-        SectorId::from(1),
-        &data,
-        &mut rng,
-    )?;
-    let seed = sector::random_fr_bytes(&mut rng);
-    let c1 = sector::commit_phase1(SEAL_PROOF, &sealed, prover_id, seed)?;
-    write(dir, "porep-c1.json", &serde_json::to_vec(&c1)?)?;
-
-    let winning_randomness = sector::random_fr_bytes(&mut rng);
-    let winning = sector::post_vanilla(WINNING_PROOF, &sealed, prover_id, &winning_randomness)?;
-    let window_randomness = sector::random_fr_bytes(&mut rng);
-    let window = sector::post_vanilla(WINDOW_PROOF, &sealed, prover_id, &window_randomness)?;
-
-    let deadline_sectors: Vec<SectorId> = (1..=3).map(SectorId::from).collect();
-    let mut deadlines = Vec::new();
-    for post_type in [WINDOW_PROOF, WINDOW_PROOF_V1] {
-        let randomness = sector::random_fr_bytes(&mut rng);
-        let partitions = sector::deadline_vanilla(
-            post_type,
-            &sealed,
-            &deadline_sectors,
-            prover_id,
-            &randomness,
-        )?;
-        deadlines.push((post_type, randomness, partitions));
-    }
-
-    info!("sealing a 2 KiB CC sector and updating it with SnapDeals");
-    let cc = sector::seal_sector(
-        SEAL_PROOF,
-        &work.join("sector-2"),
-        prover_id,
-        SectorId::from(2),
-        &sector::zero_data(),
-        &mut rng,
-    )?;
-    let new_data = sector::random_data(&mut rng);
-    let snap = sector::snap_update(
-        UPDATE_PROOF,
-        SEAL_PROOF,
-        &cc,
-        &work.join("sector-2-update"),
-        &new_data,
-    )?;
-
-    let save_all = |prefix: &str, blobs: &[Vec<u8>]| -> Result<Vec<String>> {
-        blobs
-            .iter()
-            .enumerate()
-            .map(|(i, b)| {
-                let name = format!("{prefix}-{i}.bin");
-                write(dir, &name, b)?;
-                Ok(name)
-            })
-            .collect()
-    };
-    let manifest = Manifest {
-        version: MANIFEST_VERSION,
-        sector_size: SECTOR_SIZE,
-        miner_id,
-        porep: PoRepFixture {
-            registered_proof: seal_proof_to_wire(SEAL_PROOF),
-            sector_number: 1,
-            c1_file: "porep-c1.json".into(),
-            comm_r: sealed.comm_r,
-            comm_d: sealed.comm_d,
-            ticket: sealed.ticket,
-            seed,
-        },
-        winning_post: PoStFixture {
-            registered_proof: post_proof_to_wire(WINNING_PROOF),
-            sector_number: 1,
-            comm_r: sealed.comm_r,
-            randomness: winning_randomness,
-            partition_index: 0,
-            vanilla_files: save_all("winning-vanilla", &winning)?,
-        },
-        window_post: PoStFixture {
-            registered_proof: post_proof_to_wire(WINDOW_PROOF),
-            sector_number: 1,
-            comm_r: sealed.comm_r,
-            randomness: window_randomness,
-            partition_index: 0,
-            vanilla_files: save_all("window-vanilla", &window)?,
-        },
-        window_deadlines: deadlines
-            .iter()
-            .map(|(post_type, randomness, partitions)| {
-                let wire = post_proof_to_wire(*post_type);
-                Ok(DeadlineFixture {
-                    registered_proof: wire,
-                    comm_r: sealed.comm_r,
-                    randomness: *randomness,
-                    sector_numbers: deadline_sectors.iter().map(|s| u64::from(*s)).collect(),
-                    partitions: partitions
-                        .iter()
-                        .enumerate()
-                        .map(|(k, p)| save_all(&format!("deadline-{wire}-p{k}-vanilla"), p))
-                        .collect::<Result<_>>()?,
-                })
-            })
-            .collect::<Result<_>>()?,
-        snap: SnapFixture {
-            registered_proof: update_proof_to_wire(UPDATE_PROOF),
-            sector_number: 2,
-            comm_r_old: cc.comm_r,
-            comm_r_new: snap.comm_r_new,
-            comm_d_new: snap.comm_d_new,
-            vanilla_files: save_all("snap-vanilla", &snap.vanilla)?,
-        },
-    };
-    write(dir, "manifest.json", &serde_json::to_vec_pretty(&manifest)?)?;
-    // The sealed sectors are only needed to make the vanilla proofs.
-    fs::remove_dir_all(&work).ok();
-    load(dir)
-}
-
 /// Writes a file atomically (temporary name, then rename).
-fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
     let tmp = dir.join(format!(".{name}.tmp"));
     fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
     fs::rename(&tmp, dir.join(name))?;
@@ -409,7 +326,19 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
 impl Fixtures {
     /// The parameter cache directory of this set.
     pub fn params_dir(&self) -> PathBuf {
-        params_dir(&self.dir)
+        self.params.clone()
+    }
+
+    /// The set's sector size.
+    pub fn sector_size(&self) -> Result<SectorSize> {
+        SectorSize::from_bytes(self.manifest.sector_size)
+            .with_context(|| format!("unknown sector size {}", self.manifest.sector_size))
+    }
+
+    /// Whether all four circuits' parameter files are in [`Fixtures::params`].
+    pub fn has_params(&self) -> bool {
+        self.sector_size()
+            .is_ok_and(|s| params::complete(s, &self.params))
     }
 
     fn all_files(&self) -> Vec<String> {
@@ -422,165 +351,5 @@ impl Fixtures {
             files.extend(d.partitions.iter().flatten().cloned());
         }
         files
-    }
-
-    fn read_all(&self, files: &[String]) -> Result<Vec<Vec<u8>>> {
-        files
-            .iter()
-            .map(|f| fs::read(self.dir.join(f)).with_context(|| format!("reading fixture {f}")))
-            .collect()
-    }
-
-    /// A complete, valid request for one proof of `kind` (no request_id,
-    /// default priority).
-    pub fn request(&self, kind: ProofKind) -> Result<RawRequest> {
-        let m = &self.manifest;
-        let base = RawRequest {
-            proof_kind: kind_to_wire(kind),
-            sector_size: m.sector_size,
-            miner_id: m.miner_id,
-            ..Default::default()
-        };
-        Ok(match kind {
-            ProofKind::PoRep => RawRequest {
-                registered_proof: m.porep.registered_proof,
-                sector_number: m.porep.sector_number,
-                vanilla_proof: fs::read(self.dir.join(&m.porep.c1_file))?,
-                ..base
-            },
-            ProofKind::WinningPost | ProofKind::WindowPost => {
-                let p = self.post(kind);
-                RawRequest {
-                    registered_proof: p.registered_proof,
-                    sector_number: p.sector_number,
-                    randomness: p.randomness.to_vec(),
-                    partition_index: p.partition_index,
-                    vanilla_proofs: self.read_all(&p.vanilla_files)?,
-                    ..base
-                }
-            }
-            ProofKind::SnapDeals => RawRequest {
-                registered_proof: m.snap.registered_proof,
-                sector_number: m.snap.sector_number,
-                comm_r_old: m.snap.comm_r_old.to_vec(),
-                comm_r_new: m.snap.comm_r_new.to_vec(),
-                comm_d_new: m.snap.comm_d_new.to_vec(),
-                vanilla_proofs: self.read_all(&m.snap.vanilla_files)?,
-                ..base
-            },
-        })
-    }
-
-    /// A WindowPoSt request for partition `k` of deadline fixture `d`.
-    pub fn deadline_request(&self, d: usize, k: usize) -> Result<RawRequest> {
-        let dl = self.manifest.window_deadlines.get(d).with_context(|| {
-            format!(
-                "there are {} deadline fixtures",
-                self.manifest.window_deadlines.len()
-            )
-        })?;
-        let files = dl
-            .partitions
-            .get(k)
-            .with_context(|| format!("the deadline has {} partitions", dl.partitions.len()))?;
-        Ok(RawRequest {
-            proof_kind: kind_to_wire(ProofKind::WindowPost),
-            sector_size: self.manifest.sector_size,
-            miner_id: self.manifest.miner_id,
-            registered_proof: dl.registered_proof,
-            randomness: dl.randomness.to_vec(),
-            partition_index: k as u32,
-            vanilla_proofs: self.read_all(files)?,
-            ..Default::default()
-        })
-    }
-
-    /// Verifies the partition proofs of deadline fixture `d`, in partition
-    /// order, with filecoin-proofs-api's `verify_window_post`.
-    pub fn verify_deadline(&self, d: usize, partition_proofs: &[Vec<u8>]) -> Result<bool> {
-        let dl = self
-            .manifest
-            .window_deadlines
-            .get(d)
-            .context("no such deadline fixture")?;
-        let post_type = cuzk_core::kinds::post_proof_from_wire(dl.registered_proof)
-            .context("bad registered proof in the manifest")?;
-        let replicas = dl
-            .sector_numbers
-            .iter()
-            .map(|n| {
-                (
-                    SectorId::from(*n),
-                    PublicReplicaInfo::new(post_type, dl.comm_r),
-                )
-            })
-            .collect();
-        let proof: Vec<u8> = partition_proofs.concat();
-        post::verify_window_post(
-            &dl.randomness,
-            &[(post_type, &proof)],
-            &replicas,
-            prover_id_from_miner(self.manifest.miner_id),
-        )
-    }
-
-    fn post(&self, kind: ProofKind) -> &PoStFixture {
-        if kind == ProofKind::WinningPost {
-            &self.manifest.winning_post
-        } else {
-            &self.manifest.window_post
-        }
-    }
-
-    /// Verifies a proof of `kind` with filecoin-proofs-api's verifier against
-    /// the public inputs recorded when the sectors were sealed, independently
-    /// of the daemon's own checks.
-    pub fn verify(&self, kind: ProofKind, proof: &[u8]) -> Result<bool> {
-        let m = &self.manifest;
-        let prover_id = prover_id_from_miner(m.miner_id);
-        match kind {
-            ProofKind::PoRep => seal::verify_seal(
-                SEAL_PROOF,
-                m.porep.comm_r,
-                m.porep.comm_d,
-                prover_id,
-                SectorId::from(m.porep.sector_number),
-                m.porep.ticket,
-                m.porep.seed,
-                proof,
-            ),
-            ProofKind::WinningPost => {
-                let p = &m.winning_post;
-                let replicas = [(
-                    SectorId::from(p.sector_number),
-                    PublicReplicaInfo::new(WINNING_PROOF, p.comm_r),
-                )]
-                .into_iter()
-                .collect();
-                post::verify_winning_post(&p.randomness, proof, &replicas, prover_id)
-            }
-            ProofKind::WindowPost => {
-                let p = &m.window_post;
-                let replicas = [(
-                    SectorId::from(p.sector_number),
-                    PublicReplicaInfo::new(WINDOW_PROOF, p.comm_r),
-                )]
-                .into_iter()
-                .collect();
-                post::verify_window_post(
-                    &p.randomness,
-                    &[(WINDOW_PROOF, proof)],
-                    &replicas,
-                    prover_id,
-                )
-            }
-            ProofKind::SnapDeals => update::verify_empty_sector_update_proof(
-                UPDATE_PROOF,
-                proof,
-                m.snap.comm_r_old,
-                m.snap.comm_r_new,
-                m.snap.comm_d_new,
-            ),
-        }
     }
 }

@@ -1,4 +1,4 @@
-//! Insecure local Groth16 parameters for the four 2 KiB circuits.
+//! Insecure local Groth16 parameters for a sector size's four circuits.
 //!
 //! Generated with cuzk-setup's fast generator from fixed seeds, into the
 //! process' parameter cache, under the names filecoin-proofs looks for. The
@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use cuzk_setup::{generate_filecoin, FilecoinCircuit};
 use tracing::{info, warn};
 
-use crate::Progress;
+use crate::{Progress, SectorSize};
 
 /// The seed of each circuit's parameters (regenerated files are identical).
 pub fn seed(circuit: FilecoinCircuit) -> u64 {
@@ -33,28 +33,60 @@ fn name(circuit: FilecoinCircuit) -> &'static str {
     }
 }
 
+/// The four circuits of `size`, cheapest first.
+pub fn circuits(size: SectorSize) -> [FilecoinCircuit; 4] {
+    [
+        FilecoinCircuit::Window(size.window_proof()),
+        FilecoinCircuit::Winning(size.winning_proof()),
+        FilecoinCircuit::Update(size.update_proof()),
+        FilecoinCircuit::Seal(size.seal_proof()),
+    ]
+}
+
 /// Rough generation time on 2 cores.
-fn estimate_secs(circuit: FilecoinCircuit) -> u64 {
-    match circuit {
+fn estimate_secs(size: SectorSize, circuit: FilecoinCircuit) -> u64 {
+    // Seconds at 2 KiB; larger sizes scale with their constraint counts.
+    let base = match circuit {
         FilecoinCircuit::Seal(_) => 50,
         FilecoinCircuit::Update(_) => 30,
         FilecoinCircuit::Winning(_) => 3,
         FilecoinCircuit::Window(_) => 1,
-    }
+    };
+    let scale = match (size, circuit) {
+        (SectorSize::S2KiB, _) => 1,
+        (_, FilecoinCircuit::Seal(_)) => 2 * (size.bytes().ilog2() as u64 - 10),
+        (SectorSize::S8MiB, _) => 6,
+        (SectorSize::S512MiB, _) => 35,
+        _ => 80,
+    };
+    base * scale
 }
 
-/// Makes sure `.params` and `.vk` exist in `dir` for every 2 KiB circuit,
-/// generating the missing ones.
-pub(crate) fn ensure_params(dir: &Path, progress: &mut dyn FnMut(Progress)) -> Result<()> {
-    for circuit in FilecoinCircuit::all_2kib() {
-        let step = format!("parameters {}", name(circuit));
+/// Whether complete `.params` and `.vk` files of every circuit of `size` are
+/// in `dir`.
+pub(crate) fn complete(size: SectorSize, dir: &Path) -> bool {
+    circuits(size).into_iter().all(|c| {
+        cuzk_setup::param_file_names(c, dir)
+            .is_ok_and(|(_, params, vk)| params.is_file() && vk.is_file())
+    })
+}
+
+/// Makes sure `.params` and `.vk` exist in `dir` for every circuit of
+/// `size`, generating the missing ones.
+pub(crate) fn ensure_params(
+    size: SectorSize,
+    dir: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<()> {
+    for circuit in circuits(size) {
+        let step = format!("{size} parameters {}", name(circuit));
         let (_, params, vk) = cuzk_setup::param_file_names(circuit, dir)?;
         let existed = params.is_file() && vk.is_file();
         if !existed {
             // cuzk-setup warns that the parameters are insecure.
             progress(Progress::Started {
                 step: step.clone(),
-                estimate_secs: estimate_secs(circuit),
+                estimate_secs: estimate_secs(size, circuit),
             });
         }
         let t = Instant::now();

@@ -9,6 +9,7 @@
 //! parameters; [`density`] holds the A/B query bitmaps.
 
 pub mod backend;
+pub mod check;
 pub mod cpu;
 pub mod density;
 pub mod msm;

@@ -89,7 +89,9 @@ pub struct WitnessCs {
 }
 
 impl WitnessCs {
-    fn eval(
+    /// `lc` at the assignment, marking the variables it uses in the given
+    /// density bitmaps.
+    pub(crate) fn eval(
         lc: &LinearCombination<Scalar>,
         input: &[Scalar],
         aux: &[Scalar],

@@ -330,3 +330,19 @@ fn update<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, V: Visitor>(
     >>::blank_circuit(&pp);
     Ok(v.visit(id, circuit))
 }
+
+/// The constraint, input and aux counts of `circuit`'s blank circuit, as
+/// filecoin-proofs builds it for parameter generation (input constraints
+/// included).
+pub fn blank_shape(
+    circuit: FilecoinCircuit,
+) -> Result<cuzk_prover::check::CircuitShape, SetupError> {
+    struct Shape;
+    impl Visitor for Shape {
+        type Output = Result<cuzk_prover::check::CircuitShape, SetupError>;
+        fn visit<C: Circuit<Scalar>>(self, _: String, circuit: C) -> Self::Output {
+            Ok(cuzk_prover::check::count(circuit)?)
+        }
+    }
+    visit(circuit, Shape)?
+}

@@ -27,8 +27,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use filecoin::{
-    bellperson_params, generate_filecoin, param_file_names, time_bellperson, FilecoinCircuit,
-    GeneratedFiles, Timing,
+    bellperson_params, blank_shape, generate_filecoin, param_file_names, time_bellperson,
+    FilecoinCircuit, GeneratedFiles, Timing,
 };
 pub use generate::{generate, generate_with, SetupStats, ToxicWaste};
 

@@ -176,6 +176,9 @@ impl PartitionSource for FakeSource {
             elapsed: Duration::ZERO,
         })
     }
+    fn check(&self, _: usize) -> Result<cuzk_prover::check::CircuitCheck, CircuitError> {
+        Err(CircuitError::Build("not in tests".into()))
+    }
     fn bellperson_proofs(
         &self,
         _: &bellperson::groth16::Parameters<blstrs::Bls12>,

@@ -1,0 +1,193 @@
+//! Synthetic sectors: the inputs of one proof of each kind at any sector
+//! size, without sealing.
+//!
+//! A circuit opens only a few thousand leaves of each tree, so a sector is
+//! made real wherever a proof looks and cheap everywhere else: sparse trees
+//! for PoRep's TreeC / TreeR and PoSt's TreeR, periodic data for TreeD and
+//! for SnapDeals ([`tree`]). Every value is pseudorandom from the seed
+//! ([`prf`]), so the witnesses see the mix of zeros, ones and full field
+//! elements a real sector gives them. Each kind's vanilla proofs are checked
+//! with filecoin-proofs' own vanilla verifier before they are written
+//! ([`porep`], [`post`], [`snap`]).
+
+pub mod porep;
+pub mod post;
+pub mod prf;
+pub mod snap;
+pub mod tree;
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Result;
+use filecoin_proofs_api::SectorId;
+
+use crate::manifest::{
+    DeadlineFixture, Manifest, PoRepFixture, PoStFixture, SnapFixture, MANIFEST_VERSION,
+};
+use crate::{write, Progress, SectorSize};
+use cuzk_core::kinds::{
+    post_proof_to_wire, prover_id_from_miner, seal_proof_to_wire, update_proof_to_wire,
+};
+use prf::Prf;
+
+/// The miner every fixture proves for.
+const MINER_ID: u64 = 1000;
+/// Sector numbers: the PoRep, the SnapDeals update, the WinningPoSt sector,
+/// then the WindowPoSt deadline's sectors.
+const POREP_SECTOR: u64 = 1;
+const SNAP_SECTOR: u64 = 2;
+const WINNING_SECTOR: u64 = 3;
+const FIRST_WINDOW_SECTOR: u64 = 100;
+
+/// Makes every input of a synthetic fixture set of `size` in `dir` (no
+/// parameters) and returns its manifest, written last.
+pub(crate) fn make_inputs(
+    dir: &Path,
+    size: SectorSize,
+    seed: u64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Manifest> {
+    let prover_id = prover_id_from_miner(MINER_ID);
+    let mut step = |name: &str, estimate_secs: u64, f: &mut dyn FnMut() -> Result<()>| {
+        progress(Progress::Started {
+            step: name.to_string(),
+            estimate_secs,
+        });
+        let t = Instant::now();
+        f()?;
+        progress(Progress::Done {
+            step: name.to_string(),
+            secs: t.elapsed().as_secs_f64(),
+        });
+        Ok::<_, anyhow::Error>(())
+    };
+    let big = size >= SectorSize::S32GiB;
+
+    let mut porep = None;
+    step(
+        "synthetic PoRep C1 output",
+        if big { 30 } else { 1 },
+        &mut || {
+            let prf = Prf::new(seed, "porep");
+            let seal = porep::make(
+                size.seal_proof(),
+                prover_id,
+                SectorId::from(POREP_SECTOR),
+                &prf,
+            )?;
+            write(dir, "porep-c1.json", &serde_json::to_vec(&seal.c1)?)?;
+            porep = Some(PoRepFixture {
+                registered_proof: seal_proof_to_wire(size.seal_proof()),
+                sector_number: POREP_SECTOR,
+                c1_file: "porep-c1.json".into(),
+                comm_r: seal.comm_r,
+                comm_d: seal.comm_d,
+                ticket: seal.ticket,
+                seed: seal.seed,
+            });
+            Ok(())
+        },
+    )?;
+
+    let mut winning = None;
+    step("synthetic WinningPoSt vanilla proofs", 1, &mut || {
+        let prf = Prf::new(seed, "winning");
+        let randomness = prf.bytes("randomness", 0, 0);
+        let sectors = [SectorId::from(WINNING_SECTOR)];
+        let post = post::make(size.winning_proof(), &sectors, prover_id, &randomness, &prf)?;
+        winning = Some(PoStFixture {
+            registered_proof: post_proof_to_wire(size.winning_proof()),
+            sector_numbers: vec![WINNING_SECTOR],
+            comm_r: post.comm_r,
+            randomness,
+            partition_index: 0,
+            vanilla_files: save_all(dir, "winning-vanilla", &post.vanilla)?,
+        });
+        Ok(())
+    })?;
+
+    // One deadline of a full partition plus one sector: the WindowPoSt
+    // fixture is its first partition, and the second (one sector) lets tests
+    // prove a partition other than 0.
+    let window_type = size.window_proof();
+    let per_partition = window_type.sector_count();
+    let mut window = None;
+    let mut deadline = None;
+    let label = format!(
+        "synthetic WindowPoSt vanilla proofs ({} sectors)",
+        per_partition + 1
+    );
+    step(&label, if big { 60 } else { 1 }, &mut || {
+        let prf = Prf::new(seed, "window");
+        let randomness = prf.bytes("randomness", 0, 0);
+        let numbers: Vec<u64> = (FIRST_WINDOW_SECTOR..).take(per_partition + 1).collect();
+        let sectors: Vec<SectorId> = numbers.iter().map(|&n| SectorId::from(n)).collect();
+        let post = post::make(window_type, &sectors, prover_id, &randomness, &prf)?;
+        let wire = post_proof_to_wire(window_type);
+        let files = save_all(dir, &format!("deadline-{wire}-vanilla"), &post.vanilla)?;
+        let partitions: Vec<Vec<String>> = files.chunks(per_partition).map(<[_]>::to_vec).collect();
+        window = Some(PoStFixture {
+            registered_proof: wire,
+            sector_numbers: numbers[..per_partition].to_vec(),
+            comm_r: post.comm_r,
+            randomness,
+            partition_index: 0,
+            vanilla_files: partitions[0].clone(),
+        });
+        deadline = Some(DeadlineFixture {
+            registered_proof: wire,
+            comm_r: post.comm_r,
+            randomness,
+            sector_numbers: numbers,
+            partitions,
+        });
+        Ok(())
+    })?;
+
+    let mut snap = None;
+    step(
+        "synthetic SnapDeals partition proofs",
+        if big { 5 } else { 1 },
+        &mut || {
+            let update = snap::make(size.update_proof(), &Prf::new(seed, "snap"))?;
+            snap = Some(SnapFixture {
+                registered_proof: update_proof_to_wire(size.update_proof()),
+                sector_number: SNAP_SECTOR,
+                comm_r_old: update.comm_r_old,
+                comm_r_new: update.comm_r_new,
+                comm_d_new: update.comm_d_new,
+                vanilla_files: save_all(dir, "snap-vanilla", &update.vanilla)?,
+            });
+            Ok(())
+        },
+    )?;
+
+    let missing = || anyhow::anyhow!("a fixture step produced nothing");
+    let manifest = Manifest {
+        version: MANIFEST_VERSION,
+        sector_size: size.bytes(),
+        miner_id: MINER_ID,
+        synthetic: Some(seed),
+        porep: porep.ok_or_else(missing)?,
+        winning_post: winning.ok_or_else(missing)?,
+        window_post: window.ok_or_else(missing)?,
+        window_deadlines: vec![deadline.ok_or_else(missing)?],
+        snap: snap.ok_or_else(missing)?,
+    };
+    write(dir, "manifest.json", &serde_json::to_vec_pretty(&manifest)?)?;
+    Ok(manifest)
+}
+
+/// Writes `prefix-<i>.bin` for every blob; returns the names.
+pub(crate) fn save_all(dir: &Path, prefix: &str, blobs: &[Vec<u8>]) -> Result<Vec<String>> {
+    blobs
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let name = format!("{prefix}-{i}.bin");
+            write(dir, &name, b)?;
+            Ok(name)
+        })
+        .collect()
+}
