@@ -6,7 +6,9 @@
 //! compares every partition's constraint count with filecoin-proofs' blank
 //! circuit of that shape, and ends with
 //! `check-circuits kind=K sector_size=SIZE partitions=N satisfied=S/N
-//! constraints_per_partition=C blank_constraints=B`.
+//! constraints_per_partition=C blank_constraints=B vanilla_verified=V`
+//! (the fixture's vanilla proofs are checked with filecoin-proofs' own
+//! vanilla verifier first).
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -110,6 +112,12 @@ pub fn run(kind: ProofKind, sel: &Selection, jobs: usize, only: &[usize]) -> Res
     let f = gen_fixtures(sel, true)?;
     let circuit = circuit_of(&f, kind)?;
     let t = Instant::now();
+    let vanilla = f.verify_vanilla(kind)?;
+    eprintln!(
+        "{kind} vanilla proofs: verified={vanilla} by filecoin-proofs' vanilla verifier ({:.1} s)",
+        t.elapsed().as_secs_f64()
+    );
+    let t = Instant::now();
     let blank = cuzk_setup::blank_shape(circuit)?;
     eprintln!(
         "{circuit}: blank circuit constraints={} inputs={} aux={} (counted in {:.1} s)",
@@ -156,14 +164,14 @@ pub fn run(kind: ProofKind, sel: &Selection, jobs: usize, only: &[usize]) -> Res
     };
     println!(
         "check-circuits kind={} sector_size={} partitions={} satisfied={satisfied}/{} \
-         constraints_per_partition={per_partition} blank_constraints={}",
+         constraints_per_partition={per_partition} blank_constraints={} vanilla_verified={vanilla}",
         kind.as_str(),
         sel.size,
         results.len(),
         results.len(),
         blank.constraints
     );
-    Ok(satisfied == results.len())
+    Ok(vanilla && satisfied == results.len())
 }
 
 /// Runs one child per partition, `jobs` at a time, with a progress bar.

@@ -171,7 +171,8 @@ enum Command {
     /// every constraint (no parameters needed); one child process per
     /// partition. Ends with `check-circuits kind=K sector_size=SIZE
     /// partitions=N satisfied=S/N constraints_per_partition=C
-    /// blank_constraints=B`; exits non-zero unless S=N.
+    /// blank_constraints=B vanilla_verified=V`; exits non-zero unless S=N
+    /// and the vanilla proofs verify.
     CheckCircuits {
         #[arg(long, value_parser = parse_kind)]
         kind: ProofKind,

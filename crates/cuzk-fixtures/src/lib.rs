@@ -25,6 +25,7 @@ mod sealed;
 mod sector;
 mod size;
 pub mod synthetic;
+mod vanilla;
 
 pub use manifest::Manifest;
 pub use params::{circuits, seed as params_seed};

@@ -34,13 +34,15 @@ pub struct SyntheticPost {
     pub vanilla: Vec<Vec<u8>>,
 }
 
-/// Makes the vanilla proofs of `post_type` for `sectors` and `randomness`.
+/// Makes the vanilla proofs of `post_type` for `sectors` and `randomness`;
+/// `advance(done, total)` follows the sector proofs.
 pub fn make(
     post_type: RegisteredPoStProof,
     sectors: &[SectorId],
     prover_id: ProverId,
     randomness: &[u8; 32],
     prf: &Prf,
+    advance: &mut dyn FnMut(u64, u64),
 ) -> Result<SyntheticPost> {
     ensure!(!sectors.is_empty(), "a PoSt needs at least one sector");
     if post_type.typ() == PoStType::Winning {
@@ -68,7 +70,8 @@ pub fn make(
         &challenges,
         prover_id,
         randomness,
-        prf
+        prf,
+        advance
     )
 }
 
@@ -79,6 +82,7 @@ fn make_shaped<Tree: 'static + MerkleTreeTrait>(
     prover_id: ProverId,
     randomness: &[u8; 32],
     prf: &Prf,
+    advance: &mut dyn FnMut(u64, u64),
 ) -> Result<SyntheticPost> {
     let nodes = u64::from(post_type.sector_size()) / 32;
     let explicit: BTreeMap<u64, _> = challenges
@@ -93,7 +97,8 @@ fn make_shaped<Tree: 'static + MerkleTreeTrait>(
     let comm_r = <Tree::Hasher as Hasher>::Function::hash2(&comm_c, &comm_r_last);
 
     let mut proofs = Vec::with_capacity(sectors.len());
-    for id in sectors {
+    for (i, id) in sectors.iter().enumerate() {
+        advance(i as u64, sectors.len() as u64);
         let leaves = challenges
             .get(id)
             .with_context(|| format!("no challenges for sector {id:?}"))?;

@@ -35,10 +35,15 @@ pub struct SyntheticUpdate {
     pub vanilla: Vec<Vec<u8>>,
 }
 
-/// Makes an update of `update_type`'s sector size.
-pub fn make(update_type: RegisteredUpdateProof, prf: &Prf) -> Result<SyntheticUpdate> {
+/// Makes an update of `update_type`'s sector size; `advance(done, total)`
+/// follows the partitions.
+pub fn make(
+    update_type: RegisteredUpdateProof,
+    prf: &Prf,
+    advance: &mut dyn FnMut(u64, u64),
+) -> Result<SyntheticUpdate> {
     let size = u64::from(update_type.sector_size());
-    with_shape!(size, make_shaped, update_type, prf)
+    with_shape!(size, make_shaped, update_type, prf, advance)
 }
 
 fn bytes(d: &impl AsRef<[u8]>) -> [u8; 32] {
@@ -50,6 +55,7 @@ fn bytes(d: &impl AsRef<[u8]>) -> [u8; 32] {
 fn make_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     update_type: RegisteredUpdateProof,
     prf: &Prf,
+    advance: &mut dyn FnMut(u64, u64),
 ) -> Result<SyntheticUpdate> {
     let size = u64::from(update_type.sector_size());
     let pp = PublicParams::from_sector_size(size);
@@ -81,6 +87,7 @@ fn make_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     let apex_height = pp.challenge_bit_len - pp.partition_bit_len - pp.apex_leaf_bit_len;
     let mut vanilla = Vec::with_capacity(pp.partition_count);
     for k in 0..pp.partition_count {
+        advance(k as u64, pp.partition_count as u64);
         let first_apex = (k * pp.apex_leaf_count) as u64;
         let apex_leafs = (first_apex..first_apex + pp.apex_leaf_count as u64)
             .map(|i| tree_d.node(apex_height, i))
