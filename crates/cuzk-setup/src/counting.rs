@@ -1,0 +1,107 @@
+//! The first, cheap pass over a blank circuit: its shape.
+//!
+//! [`CountingCs`] is a constraint system that only counts: allocations and
+//! constraints bump counters, and the linear-combination closures of
+//! `enforce` are never called, so no linear combination is built. Its
+//! [`Shape`] (inputs, aux variables, constraints with bellperson's input
+//! constraints) sizes the evaluation domain and the per-variable
+//! accumulators of the second pass ([`crate::evaluating`]).
+
+use bellpepper_core::Variable;
+use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError};
+use blstrs::Scalar;
+
+use crate::SetupError;
+
+/// The size of a synthesized blank circuit, as bellperson's generator sees it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// Public inputs, the constant one included.
+    pub inputs: usize,
+    /// Private (aux) variables.
+    pub aux: usize,
+    /// Constraints, including one `input_i * 0 = 0` per input.
+    pub constraints: usize,
+}
+
+impl Shape {
+    /// Inputs and aux variables together.
+    pub fn variables(&self) -> usize {
+        self.inputs + self.aux
+    }
+
+    /// Counts `circuit`'s variables and constraints without building any
+    /// linear combination.
+    pub fn of<C: Circuit<Scalar>>(circuit: C) -> Result<Shape, SetupError> {
+        let mut cs = CountingCs::default();
+        cs.alloc_input(|| "", || Ok(Scalar::from(1u64)))?;
+        circuit.synthesize(&mut cs)?;
+        Ok(Shape {
+            inputs: cs.shape.inputs,
+            aux: cs.shape.aux,
+            constraints: cs.shape.constraints + cs.shape.inputs,
+        })
+    }
+}
+
+/// A constraint system that counts and stores nothing.
+#[derive(Default)]
+pub struct CountingCs {
+    shape: Shape,
+}
+
+impl ConstraintSystem<Scalar> for CountingCs {
+    type Root = Self;
+
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn is_extensible() -> bool {
+        false
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.shape.aux += 1;
+        Ok(Variable(Index::Aux(self.shape.aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.shape.inputs += 1;
+        Ok(Variable(Index::Input(self.shape.inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.shape.constraints += 1;
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
