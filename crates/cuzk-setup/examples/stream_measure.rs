@@ -7,9 +7,10 @@
 //!     [--out DIR] MODE:KIND-SIZE ...
 //! ```
 //!
-//! `MODE` is `stream` (`generate_filecoin`, the streaming generator) or
+//! `MODE` is `stream` (`generate_filecoin`, the streaming generator),
 //! `mem` (`generate_in_memory`, then `write_params` and `write_vk`: the
-//! generator before streaming); `KIND` is `porep`, `snap`, `window` or
+//! generator before streaming) or `shape` (the counting pass alone, with
+//! the memory and file size it implies); `KIND` is `porep`, `snap`, `window` or
 //! `winning`; `SIZE` is `2k`, `8m`, `512m`, `32g` or `64g`. Example:
 //! `mem:porep-2k stream:porep-2k stream:porep-8m stream:snap-8m`. Files go
 //! to a fresh directory under `--out` (default: the system temp dir),
@@ -67,6 +68,22 @@ fn gib(b: u64) -> f64 {
 fn child(mode: &str, spec: &str, dir: &Path) -> Res<()> {
     let c = circuit(spec)?;
     let (wall, cpu) = (Instant::now(), cpu_time());
+    if mode == "shape" {
+        let shape = c.shape()?;
+        println!(
+            "SHAPE {spec} constraints={} inputs={} aux={} domain=2^{} \
+             streaming_bulk_gib={:.2} params_max_gib={:.2} count_s={:.1} peak_rss_gib={:.2}",
+            shape.constraints,
+            shape.inputs,
+            shape.aux,
+            shape.domain_size().unwrap_or(0).trailing_zeros(),
+            gib(shape.streaming_bytes()),
+            gib(shape.params_bytes_max()),
+            wall.elapsed().as_secs_f64(),
+            gib(peak_rss().unwrap_or(0)),
+        );
+        return Ok(());
+    }
     let stats: SetupStats = match mode {
         "stream" => {
             let last = std::sync::Mutex::new((cuzk_setup::Stage::Count, 0u64));
@@ -172,6 +189,9 @@ fn main() -> Res<()> {
             .status()?;
         if !status.success() {
             return Err(format!("{spec}: {status}").into());
+        }
+        if mode == "shape" {
+            continue;
         }
         if let Some(i) = kept.iter().position(|(k, _)| k == c) {
             let (_, other) = kept.remove(i);

@@ -225,6 +225,20 @@ fn streamed_files_equal_the_in_memory_generator() {
             streamed.matrix_entries, in_memory.matrix_entries,
             "{circuit}"
         );
+        let shape = circuit.shape().expect("shape");
+        assert_eq!(
+            (shape.constraints, shape.inputs, shape.aux),
+            (streamed.constraints, streamed.inputs, streamed.aux),
+            "{circuit}: counting pass"
+        );
+        assert_eq!(shape.domain_size(), Some(1 << streamed.domain_log));
+        let len = std::fs::metadata(&files.params).expect("stat").len();
+        assert_eq!(streamed.params_bytes, len, "{circuit}");
+        // The bound is exact but for the a and b points left out.
+        let c = ParamsFile::open(&files.params).expect("open").counts();
+        let nv = shape.inputs + shape.aux;
+        let missing = (nv - c.a) * 96 + (nv - c.b_g1) * 288;
+        assert_eq!(shape.params_bytes_max() - len, missing as u64, "{circuit}");
         assert_eq!(
             (streamed.g1_muls, streamed.g2_muls),
             (in_memory.g1_muls, in_memory.g2_muls),

@@ -271,8 +271,7 @@ fn streamed_equals_bellperson_with_ordered_progress() {
             .all(|w| w[0].points_done <= w[1].points_done));
         let evaluated = reports
             .iter()
-            .filter(|p| p.stage == Stage::Evaluate)
-            .last()
+            .rfind(|p| p.stage == Stage::Evaluate)
             .expect("evaluate reported");
         assert_eq!(evaluated.stage_done, stats.constraints as u64);
     }
