@@ -118,7 +118,7 @@ pub fn run(kind: ProofKind, sel: &Selection, jobs: usize, only: &[usize]) -> Res
         t.elapsed().as_secs_f64()
     );
     let t = Instant::now();
-    let blank = cuzk_setup::blank_shape(circuit)?;
+    let blank = circuit.shape()?;
     eprintln!(
         "{circuit}: blank circuit constraints={} inputs={} aux={} (counted in {:.1} s)",
         blank.constraints,

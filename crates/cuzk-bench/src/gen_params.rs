@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use cuzk_setup::{generate_filecoin, time_bellperson, FilecoinCircuit};
+use cuzk_setup::{generate_filecoin_with, time_bellperson, FilecoinCircuit, GeneratedFiles};
 
 /// The circuits of `size` named by `kind` (`all` or a proof kind).
 pub fn circuits(size: cuzk_fixtures::SectorSize, kind: &str) -> Result<Vec<FilecoinCircuit>> {
@@ -41,7 +41,7 @@ pub fn run(
     for &circuit in circuits {
         let seed = seed.unwrap_or_else(|| cuzk_fixtures::params_seed(circuit));
         let t = Instant::now();
-        let out = generate_filecoin(circuit, dir, seed, force || compare)?;
+        let out = generate_with_bar(circuit, dir, seed, force || compare)?;
         let wall = t.elapsed();
         let Some(st) = out.stats else {
             println!("{circuit}: kept existing {}", out.params.display());
@@ -69,6 +69,12 @@ pub fn run(
             ms(st.a_b_g1),
             ms(st.b_g2)
         );
+        println!(
+            "  params_bytes={} peak_rss_mib={} count_ms={:.0}",
+            st.params_bytes,
+            st.peak_rss.map_or("?".into(), |b| (b >> 20).to_string()),
+            ms(st.count)
+        );
         println!("  wrote {} and {}", out.params.display(), out.vk.display());
         if compare {
             eprintln!("  timing bellperson's generator on the same circuit (slow)...");
@@ -86,4 +92,34 @@ pub fn run(
         }
     }
     Ok(())
+}
+
+/// `generate_filecoin_with` with a bar of points written (rate, ETA) once
+/// the section sizes are known, a spinner before.
+fn generate_with_bar(
+    circuit: FilecoinCircuit,
+    dir: &Path,
+    seed: u64,
+    force: bool,
+) -> Result<GeneratedFiles> {
+    let spinner = crate::progress::spinner(format!("{circuit}: synthesizing the blank circuit"));
+    let bar = std::sync::Mutex::new(None::<indicatif::ProgressBar>);
+    let out = generate_filecoin_with(circuit, dir, seed, force, &|p| {
+        if p.points_total == 0 {
+            spinner.set_message(format!("{circuit}: {}", p.stage));
+            return;
+        }
+        let mut bar = bar.lock().unwrap_or_else(|e| e.into_inner());
+        let bar = bar.get_or_insert_with(|| {
+            spinner.finish_and_clear();
+            crate::progress::bar(p.points_total)
+        });
+        bar.set_message(format!("{circuit}: {}", p.stage));
+        bar.set_position(p.points_done);
+    });
+    spinner.finish_and_clear();
+    if let Some(bar) = bar.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        bar.finish_and_clear();
+    }
+    Ok(out?)
 }

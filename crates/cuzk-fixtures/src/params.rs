@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use cuzk_setup::{generate_filecoin, FilecoinCircuit};
+use cuzk_setup::{generate_filecoin_with, FilecoinCircuit};
 use tracing::{info, warn};
 
 use crate::{Progress, SectorSize};
@@ -71,6 +71,37 @@ pub(crate) fn complete(size: SectorSize, dir: &Path) -> bool {
     })
 }
 
+/// Generates `circuit`'s files in `dir` (keeping a complete pair) on a
+/// thread of its own, turning the generator's reports into
+/// [`Progress::Advanced`] (points written of all).
+fn generate_reporting(
+    circuit: FilecoinCircuit,
+    dir: &Path,
+    step: &str,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<cuzk_setup::GeneratedFiles, cuzk_setup::SetupError> {
+    let (tx, rx) = std::sync::mpsc::channel::<cuzk_setup::Progress>();
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(move || {
+            generate_filecoin_with(circuit, dir, seed(circuit), false, &move |p| {
+                let _ = tx.send(*p);
+            })
+        });
+        for p in rx {
+            if p.points_total > 0 {
+                progress(Progress::Advanced {
+                    step: step.to_string(),
+                    done: p.points_done,
+                    total: p.points_total,
+                });
+            }
+        }
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
 /// Makes sure `.params` and `.vk` exist in `dir` for every circuit of
 /// `size`, generating the missing ones.
 pub(crate) fn ensure_params(
@@ -91,7 +122,7 @@ pub(crate) fn ensure_params(
         }
         let t = Instant::now();
         // Keeps a complete existing pair; (re)generates anything else.
-        let out = generate_filecoin(circuit, dir, seed(circuit), false)
+        let out = generate_reporting(circuit, dir, &step, progress)
             .with_context(|| format!("generating {} parameters", name(circuit)))?;
         match out.stats {
             None => progress(Progress::Reused { step }),

@@ -79,7 +79,7 @@ fn a_set_is_reused_and_rebuilt_identically() {
 #[test]
 fn synthetic_8mib_circuits_are_satisfied() {
     use cuzk_core::prover::partition_source;
-    use cuzk_setup::{blank_shape, FilecoinCircuit};
+    use cuzk_setup::FilecoinCircuit;
 
     let tmp = tempfile::tempdir().expect("tempdir");
     let size = SectorSize::S8MiB;
@@ -115,7 +115,7 @@ fn synthetic_8mib_circuits_are_satisfied() {
         let source = partition_source(&req).expect("circuits");
         let check = source.check(k).expect("synthesis");
         assert_eq!(check.unsatisfied, 0, "{kind}: {check:?}");
-        let blank = blank_shape(circuit).expect("blank circuit");
+        let blank = circuit.shape().expect("blank circuit");
         assert_eq!(check.constraints, blank.constraints, "{kind}");
         assert_eq!(
             (check.inputs, check.aux),

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use bellpepper_core::Circuit;
 use blstrs::{Bls12, Scalar};
-use cuzk_prover::srs::{write_params, write_vk, ParamsFile};
+use cuzk_prover::srs::{ParamsFile, Srs};
 use filecoin_proofs::parameters::{
     public_params, window_post_public_params, winning_post_public_params,
 };
@@ -41,7 +41,11 @@ use storage_proofs_update::{
     EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PublicParams,
 };
 
-use crate::{cpu_time, generate, SetupError, SetupStats};
+use crate::counting::Shape;
+use crate::progress::{no_progress, Progress};
+use crate::stream::generate_streaming;
+use crate::writer::remove_stale_temporaries;
+use crate::{cpu_time, generate, SetupError, SetupStats, ToxicWaste};
 
 /// A Filecoin circuit parameters can be generated for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +71,73 @@ impl FilecoinCircuit {
         ]
     }
 
+    /// The four circuits of a registered sector size (2 KiB, 8 MiB,
+    /// 512 MiB, 32 GiB or 64 GiB, in bytes), cheapest first, with the proof
+    /// versions [`FilecoinCircuit::all_2kib`] uses: WindowPoSt V1_2,
+    /// WinningPoSt V1, SnapDeals V1, PoRep V1_1.
+    pub fn all_for_sector_size(bytes: u64) -> Result<[FilecoinCircuit; 4], SetupError> {
+        use RegisteredPoStProof as PoSt;
+        use RegisteredSealProof as Seal;
+        use RegisteredUpdateProof as Update;
+        const KIB: u64 = 1 << 10;
+        const MIB: u64 = 1 << 20;
+        const GIB: u64 = 1 << 30;
+        let (window, winning, update, seal) = match bytes {
+            b if b == 2 * KIB => (
+                PoSt::StackedDrgWindow2KiBV1_2,
+                PoSt::StackedDrgWinning2KiBV1,
+                Update::StackedDrg2KiBV1,
+                Seal::StackedDrg2KiBV1_1,
+            ),
+            b if b == 8 * MIB => (
+                PoSt::StackedDrgWindow8MiBV1_2,
+                PoSt::StackedDrgWinning8MiBV1,
+                Update::StackedDrg8MiBV1,
+                Seal::StackedDrg8MiBV1_1,
+            ),
+            b if b == 512 * MIB => (
+                PoSt::StackedDrgWindow512MiBV1_2,
+                PoSt::StackedDrgWinning512MiBV1,
+                Update::StackedDrg512MiBV1,
+                Seal::StackedDrg512MiBV1_1,
+            ),
+            b if b == 32 * GIB => (
+                PoSt::StackedDrgWindow32GiBV1_2,
+                PoSt::StackedDrgWinning32GiBV1,
+                Update::StackedDrg32GiBV1,
+                Seal::StackedDrg32GiBV1_1,
+            ),
+            b if b == 64 * GIB => (
+                PoSt::StackedDrgWindow64GiBV1_2,
+                PoSt::StackedDrgWinning64GiBV1,
+                Update::StackedDrg64GiBV1,
+                Seal::StackedDrg64GiBV1_1,
+            ),
+            other => return Err(SetupError::UnsupportedSectorSize(other)),
+        };
+        Ok([
+            FilecoinCircuit::Window(window),
+            FilecoinCircuit::Winning(winning),
+            FilecoinCircuit::Update(update),
+            FilecoinCircuit::Seal(seal),
+        ])
+    }
+
+    /// The blank circuit's shape, from the streaming generator's cheap
+    /// counting pass (seconds at 2 KiB, about a minute at 32 GiB on 2
+    /// cores): enough to tell the domain, the memory and the file size
+    /// before generating.
+    pub fn shape(self) -> Result<Shape, SetupError> {
+        struct Count;
+        impl Visitor for Count {
+            type Output = Result<Shape, SetupError>;
+            fn visit<C: Circuit<Scalar>, F: Fn() -> C>(self, _: String, blank: F) -> Self::Output {
+                Shape::of(blank())
+            }
+        }
+        visit(self, Count)?
+    }
+
     /// The sector size in bytes.
     pub fn sector_size(self) -> u64 {
         match self {
@@ -82,7 +153,7 @@ impl FilecoinCircuit {
         struct Id;
         impl Visitor for Id {
             type Output = String;
-            fn visit<C: Circuit<Scalar>>(self, identifier: String, _: C) -> String {
+            fn visit<C: Circuit<Scalar>, F: Fn() -> C>(self, identifier: String, _: F) -> String {
                 identifier
             }
         }
@@ -124,17 +195,34 @@ pub struct GeneratedFiles {
 }
 
 /// Generates `circuit`'s parameters from `ChaCha20Rng::seed_from_u64(seed)`
-/// and writes `<dir>/v28-<identifier>.params` and `.vk`, each through a
-/// temporary file renamed into place (`.params` first).
-///
-/// Unless `force`, an existing pair is kept when complete: the `.params`
-/// layout matches its length and the `.vk` equals its verifying key. (Other
-/// seeds' files count as complete: the check reads no points.)
+/// and writes `<dir>/v28-<identifier>.params` and `.vk`: see
+/// [`generate_filecoin_with`], here without progress reports.
 pub fn generate_filecoin(
     circuit: FilecoinCircuit,
     dir: &Path,
     seed: u64,
     force: bool,
+) -> Result<GeneratedFiles, SetupError> {
+    generate_filecoin_with(circuit, dir, seed, force, &no_progress)
+}
+
+/// Generates `circuit`'s parameters from `ChaCha20Rng::seed_from_u64(seed)`
+/// with the streaming generator ([`generate_streaming`], any sector size in
+/// bounded memory) and writes `<dir>/v28-<identifier>.params` and `.vk`,
+/// `.params` first through a temporary file renamed into place, calling
+/// `progress` as it goes. The bytes are bellperson's for the same RNG.
+///
+/// Unless `force`, an existing pair is kept when complete: the `.params`
+/// layout matches its length and the `.vk` equals its verifying key. (Other
+/// seeds' files count as complete: the check reads no points.) So a run over
+/// several circuits that was interrupted resumes at the first incomplete
+/// one; temporaries a dead process left for this circuit are removed.
+pub fn generate_filecoin_with(
+    circuit: FilecoinCircuit,
+    dir: &Path,
+    seed: u64,
+    force: bool,
+    progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<GeneratedFiles, SetupError> {
     let (identifier, params, vk) = param_file_names(circuit, dir)?;
     if !force && is_complete(&params, &vk) {
@@ -150,20 +238,32 @@ pub fn generate_filecoin(
         path: dir.to_path_buf(),
         source,
     })?;
+    remove_stale_temporaries(&params);
+    remove_stale_temporaries(&vk);
     tracing::warn!(
         %circuit,
         "generating INSECURE Groth16 parameters for testing only (their toxic waste is known)"
     );
-    struct Gen(u64);
-    impl Visitor for Gen {
-        type Output = Result<(cuzk_prover::srs::Srs, SetupStats), SetupError>;
-        fn visit<C: Circuit<Scalar>>(self, _: String, circuit: C) -> Self::Output {
-            generate(circuit, &mut ChaCha20Rng::seed_from_u64(self.0))
+    struct Gen<'a> {
+        seed: u64,
+        params: &'a Path,
+        vk: &'a Path,
+        progress: &'a (dyn Fn(&Progress) + Sync),
+    }
+    impl Visitor for Gen<'_> {
+        type Output = Result<SetupStats, SetupError>;
+        fn visit<C: Circuit<Scalar>, F: Fn() -> C>(self, _: String, blank: F) -> Self::Output {
+            let tw = ToxicWaste::random(&mut ChaCha20Rng::seed_from_u64(self.seed));
+            generate_streaming(blank, &tw, self.params, self.vk, self.progress)
         }
     }
-    let (srs, stats) = visit(circuit, Gen(seed))??;
-    write_params(&srs, &params)?;
-    write_vk(&srs.vk, &vk)?;
+    let gen = Gen {
+        seed,
+        params: &params,
+        vk: &vk,
+        progress,
+    };
+    let stats = visit(circuit, gen)??;
     tracing::info!(
         %circuit,
         path = %params.display(),
@@ -176,6 +276,23 @@ pub fn generate_filecoin(
         vk,
         stats: Some(stats),
     })
+}
+
+/// `circuit`'s parameters made in memory by [`crate::generate`] from the RNG
+/// [`generate_filecoin`] uses (the reference the streamed files are tested
+/// against; needs memory for every matrix entry and point).
+pub fn generate_in_memory(
+    circuit: FilecoinCircuit,
+    seed: u64,
+) -> Result<(Srs, SetupStats), SetupError> {
+    struct Gen(u64);
+    impl Visitor for Gen {
+        type Output = Result<(Srs, SetupStats), SetupError>;
+        fn visit<C: Circuit<Scalar>, F: Fn() -> C>(self, _: String, blank: F) -> Self::Output {
+            generate(blank(), &mut ChaCha20Rng::seed_from_u64(self.0))
+        }
+    }
+    visit(circuit, Gen(seed))?
 }
 
 fn is_complete(params: &Path, vk: &Path) -> bool {
@@ -208,11 +325,11 @@ pub fn bellperson_params(
     struct Bell(u64);
     impl Visitor for Bell {
         type Output = Result<(bellperson::groth16::Parameters<Bls12>, Timing), SetupError>;
-        fn visit<C: Circuit<Scalar>>(self, _: String, circuit: C) -> Self::Output {
+        fn visit<C: Circuit<Scalar>, F: Fn() -> C>(self, _: String, blank: F) -> Self::Output {
             let mut rng = ChaCha20Rng::seed_from_u64(self.0);
             let (wall, cpu) = (Instant::now(), cpu_time());
             let params =
-                bellperson::groth16::generate_random_parameters::<Bls12, _, _>(circuit, &mut rng)
+                bellperson::groth16::generate_random_parameters::<Bls12, _, _>(blank(), &mut rng)
                     .map_err(SetupError::Bellperson)?;
             let timing = Timing {
                 wall: wall.elapsed(),
@@ -224,10 +341,11 @@ pub fn bellperson_params(
     visit(circuit, Bell(seed))?
 }
 
-/// Something done with a blank circuit of any type.
+/// Something done with a blank circuit of any type, made by `blank` (as
+/// often as needed: the streaming generator synthesizes twice).
 pub(crate) trait Visitor {
     type Output;
-    fn visit<C: Circuit<Scalar>>(self, identifier: String, circuit: C) -> Self::Output;
+    fn visit<C: Circuit<Scalar>, F: Fn() -> C>(self, identifier: String, blank: F) -> Self::Output;
 }
 
 /// Calls `$f::<Shape, $v>($args)` with the tree shape of `$size`.
@@ -287,11 +405,12 @@ fn seal<Tree: 'static + MerkleTreeTrait, V: Visitor>(
         StackedCircuit<Tree, DefaultPieceHasher>,
         _,
     >>::cache_identifier(&pp);
-    let circuit = <Compound<Tree> as CompoundProof<
-        StackedDrg<'_, Tree, DefaultPieceHasher>,
-        _,
-    >>::blank_circuit(&pp);
-    Ok(v.visit(id, circuit))
+    Ok(v.visit(id, || {
+        <Compound<Tree> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::blank_circuit(&pp)
+    }))
 }
 
 fn post<Tree: 'static + MerkleTreeTrait, V: Visitor>(
@@ -308,11 +427,12 @@ fn post<Tree: 'static + MerkleTreeTrait, V: Visitor>(
         FallbackPoStCircuit<Tree>,
         _,
     >>::cache_identifier(&pp);
-    let circuit = <FallbackPoStCompound<Tree> as CompoundProof<
-        FallbackPoSt<'_, Tree>,
-        FallbackPoStCircuit<Tree>,
-    >>::blank_circuit(&pp);
-    Ok(v.visit(id, circuit))
+    Ok(v.visit(id, || {
+        <FallbackPoStCompound<Tree> as CompoundProof<
+            FallbackPoSt<'_, Tree>,
+            FallbackPoStCircuit<Tree>,
+        >>::blank_circuit(&pp)
+    }))
 }
 
 fn update<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, V: Visitor>(
@@ -324,25 +444,10 @@ fn update<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, V: Visitor>(
         EmptySectorUpdateCircuit<Tree>,
         _,
     >>::cache_identifier(&pp);
-    let circuit = <EmptySectorUpdateCompound<Tree> as CompoundProof<
-        EmptySectorUpdate<Tree>,
-        EmptySectorUpdateCircuit<Tree>,
-    >>::blank_circuit(&pp);
-    Ok(v.visit(id, circuit))
-}
-
-/// The constraint, input and aux counts of `circuit`'s blank circuit, as
-/// filecoin-proofs builds it for parameter generation (input constraints
-/// included).
-pub fn blank_shape(
-    circuit: FilecoinCircuit,
-) -> Result<cuzk_prover::check::CircuitShape, SetupError> {
-    struct Shape;
-    impl Visitor for Shape {
-        type Output = Result<cuzk_prover::check::CircuitShape, SetupError>;
-        fn visit<C: Circuit<Scalar>>(self, _: String, circuit: C) -> Self::Output {
-            Ok(cuzk_prover::check::count(circuit)?)
-        }
-    }
-    visit(circuit, Shape)?
+    Ok(v.visit(id, || {
+        <EmptySectorUpdateCompound<Tree> as CompoundProof<
+            EmptySectorUpdate<Tree>,
+            EmptySectorUpdateCircuit<Tree>,
+        >>::blank_circuit(&pp)
+    }))
 }

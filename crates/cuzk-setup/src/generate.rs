@@ -59,6 +59,19 @@ impl ToxicWaste {
             tau: Scalar::random(&mut *rng),
         }
     }
+
+    /// `(1/gamma, 1/delta)`; an error if either is zero or a generator is
+    /// the identity.
+    pub(crate) fn inverses(&self) -> Result<(Scalar, Scalar), SetupError> {
+        let gamma_inv =
+            Option::<Scalar>::from(self.gamma.invert()).ok_or(SetupError::Degenerate)?;
+        let delta_inv =
+            Option::<Scalar>::from(self.delta.invert()).ok_or(SetupError::Degenerate)?;
+        if bool::from(self.g1.is_identity()) || bool::from(self.g2.is_identity()) {
+            return Err(SetupError::Degenerate);
+        }
+        Ok((gamma_inv, delta_inv))
+    }
 }
 
 /// What one generation did and how long each stage took.
@@ -80,9 +93,14 @@ pub struct SetupStats {
     /// Window widths of the fixed-base tables.
     pub g1_window: usize,
     pub g2_window: usize,
-    /// Circuit synthesis.
+    /// The streaming generator's first synthesis pass (counting only);
+    /// zero for the in-memory one.
+    pub count: Duration,
+    /// Circuit synthesis: into matrices (in memory), or the evaluating
+    /// second pass (streaming).
     pub synthesis: Duration,
-    /// Powers of tau, Lagrange basis, per-variable evaluations, scalars.
+    /// Powers of tau, Lagrange basis, per-variable evaluations (in memory)
+    /// or the scan of them (streaming), scalars.
     pub scalars: Duration,
     /// Building the fixed-base tables.
     pub tables: Duration,
@@ -98,6 +116,11 @@ pub struct SetupStats {
     pub total: Duration,
     /// CPU time of the whole process during the generation (all threads).
     pub cpu: Duration,
+    /// Peak resident memory of the whole process so far (`VmHWM`) when the
+    /// generation ended, in bytes, where the kernel says.
+    pub peak_rss: Option<u64>,
+    /// Bytes of the `.params` file written (streaming only).
+    pub params_bytes: u64,
 }
 
 /// Generates parameters for `circuit` (a blank circuit) from `rng`: same
@@ -121,11 +144,7 @@ where
     let start = Instant::now();
     let cpu_start = cpu_time();
     let mut stats = SetupStats::default();
-    let gamma_inv = Option::<Scalar>::from(tw.gamma.invert()).ok_or(SetupError::Degenerate)?;
-    let delta_inv = Option::<Scalar>::from(tw.delta.invert()).ok_or(SetupError::Degenerate)?;
-    if bool::from(tw.g1.is_identity()) || bool::from(tw.g2.is_identity()) {
-        return Err(SetupError::Degenerate);
-    }
+    let (gamma_inv, delta_inv) = tw.inverses()?;
 
     let t = Instant::now();
     let cs = Assembly::synthesize(circuit)?;
@@ -149,7 +168,7 @@ where
     stats.domain_log = domain.log_size();
     // powers[i] = tau^i for i < m.
     let mut powers = vec![Scalar::ZERO; m];
-    fill_powers(&mut powers, tw.tau);
+    fill_powers(&mut powers, tw.tau, 0, Scalar::ONE);
     // h[i] = tau^i * (tau^m - 1) / delta.
     let coeff = (tw.tau.pow_vartime([m as u64]) - Scalar::ONE) * delta_inv;
     let h_scalars: Vec<Scalar> = powers[..m - 1].par_iter().map(|p| *p * coeff).collect();
@@ -222,6 +241,7 @@ where
     };
     stats.total = start.elapsed();
     stats.cpu = cpu_time().saturating_sub(cpu_start);
+    stats.peak_rss = crate::progress::peak_rss();
     tracing::debug!(?stats, "generated parameters");
     Ok((
         Srs {
@@ -237,7 +257,7 @@ where
 }
 
 /// `scalars[i] * base` for all `i`, as blstrs affine points.
-fn mul_all<C>(table: &FixedBaseTable<C>, scalars: &[Scalar]) -> Vec<C::BlstrsAffine>
+pub(crate) fn mul_all<C>(table: &FixedBaseTable<C>, scalars: &[Scalar]) -> Vec<C::BlstrsAffine>
 where
     C: Curve,
     C::BlstrsAffine: Default,
@@ -247,14 +267,14 @@ where
     out
 }
 
-/// `powers[i] = tau^i`, in parallel chunks.
-fn fill_powers(powers: &mut [Scalar], tau: Scalar) {
+/// `powers[i] = scale * tau^(start + i)`, in parallel chunks.
+pub(crate) fn fill_powers(powers: &mut [Scalar], tau: Scalar, start: u64, scale: Scalar) {
     const CHUNK: usize = 1 << 14;
     powers
         .par_chunks_mut(CHUNK)
         .enumerate()
         .for_each(|(c, chunk)| {
-            let mut p = tau.pow_vartime([(c * CHUNK) as u64]);
+            let mut p = scale * tau.pow_vartime([start + (c * CHUNK) as u64]);
             for x in chunk {
                 *x = p;
                 p *= tau;

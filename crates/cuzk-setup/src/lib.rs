@@ -7,30 +7,43 @@
 //! bytes — so filecoin-proofs' verifiers and bellperson's prover accept
 //! proofs made with them.
 //!
+//! * [`generate_streaming`] ([`stream`]): a blank circuit of any size to
+//!   `.params` / `.vk` files in bounded memory (two synthesis passes,
+//!   [`counting`] then [`evaluating`], and chunked sections through a
+//!   [`writer`]), reporting [`Progress`] ([`progress`]);
 //! * [`fn@generate`] / [`generate_with`] ([`mod@generate`]): a blank circuit to a
-//!   [`Srs`](cuzk_prover::srs::Srs), with per-stage [`SetupStats`];
-//! * [`generate_filecoin`] ([`filecoin`]): one Filecoin circuit to
-//!   `v28-<identifier>.params` / `.vk` files in a directory, as the
-//!   parameter cache names them; [`time_bellperson`] times bellperson's
-//!   generator on the same circuit for comparison;
+//!   [`Srs`](cuzk_prover::srs::Srs) in memory, with per-stage [`SetupStats`]
+//!   (the reference the streaming generator is tested against);
+//! * [`generate_filecoin`] / [`generate_filecoin_with`] ([`filecoin`]): one
+//!   Filecoin circuit, any sector size, streamed to `v28-<identifier>.params`
+//!   / `.vk` files in a directory, as the parameter cache names them;
+//!   [`time_bellperson`] times bellperson's generator on the same circuit;
 //! * [`assembly`]: synthesis into flat QAP matrices and their evaluation at
 //!   `tau`; [`fixed_base`]: batched fixed-base scalar multiplication with
 //!   affine additions; [`curve`]: the G1/G2 view of blst it runs on.
 
 pub mod assembly;
+pub mod counting;
 pub mod curve;
+pub mod evaluating;
 pub mod filecoin;
 pub mod fixed_base;
 pub mod generate;
+pub mod progress;
+pub mod stream;
+pub mod writer;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use counting::Shape;
 pub use filecoin::{
-    bellperson_params, blank_shape, generate_filecoin, param_file_names, time_bellperson,
-    FilecoinCircuit, GeneratedFiles, Timing,
+    bellperson_params, generate_filecoin, generate_filecoin_with, generate_in_memory,
+    param_file_names, time_bellperson, FilecoinCircuit, GeneratedFiles, Timing,
 };
 pub use generate::{generate, generate_with, SetupStats, ToxicWaste};
+pub use progress::{no_progress, peak_rss, Progress, Stage};
+pub use stream::generate_streaming;
 
 /// Errors of parameter generation.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +57,10 @@ pub enum SetupError {
         constraints: usize,
         variables: usize,
     },
+    /// The second synthesis pass saw another circuit shape than the first
+    /// (a circuit whose synthesis is not deterministic).
+    #[error("the circuit synthesized to {second:?} after {first:?}")]
+    ShapeChanged { first: Shape, second: Shape },
     /// The evaluation domain cannot be built.
     #[error(transparent)]
     Domain(#[from] cuzk_prover::ntt::NttError),
@@ -66,6 +83,9 @@ pub enum SetupError {
     /// filecoin-proofs could not build the circuit's public parameters.
     #[error("filecoin public parameters for {circuit}: {message}")]
     Filecoin { circuit: String, message: String },
+    /// No registered proof has sectors of this many bytes.
+    #[error("no registered proof has {0}-byte sectors (2 KiB, 8 MiB, 512 MiB, 32 GiB, 64 GiB do)")]
+    UnsupportedSectorSize(u64),
     /// A PoSt circuit asked for with a proof of the other PoSt kind.
     #[error("{0}")]
     WrongProofKind(String),

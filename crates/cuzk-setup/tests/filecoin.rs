@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 
 use bellperson::groth16::Parameters;
 use blstrs::Bls12;
-use cuzk_prover::srs::{ParamsFile, SubgroupCheck};
+use cuzk_prover::srs::{write_params, write_vk, ParamsFile, SubgroupCheck};
 use cuzk_setup::{
-    bellperson_params, generate_filecoin, param_file_names, FilecoinCircuit, SetupError,
+    bellperson_params, generate_filecoin, generate_in_memory, param_file_names, FilecoinCircuit,
+    SetupError,
 };
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 
@@ -58,6 +59,31 @@ fn file_names_match_filecoin_proofs() {
         .cache_params_path()
         .expect("path");
     assert_ne!(file_name(&porep), format!("v28-{id}.params"));
+}
+
+#[test]
+fn every_registered_sector_size_has_four_circuits() {
+    assert_eq!(
+        FilecoinCircuit::all_for_sector_size(2048).expect("2 KiB"),
+        FilecoinCircuit::all_2kib()
+    );
+    for size in [8u64 << 20, 512 << 20, 32 << 30, 64 << 30] {
+        let circuits = FilecoinCircuit::all_for_sector_size(size).expect("registered size");
+        let mut ids = Vec::new();
+        for c in circuits {
+            assert_eq!(c.sector_size(), size, "{c}");
+            ids.push(c.identifier().expect("identifier"));
+        }
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 4, "{size}: four distinct parameter files");
+    }
+    for bad in [0u64, 4096, 1 << 30] {
+        assert!(matches!(
+            FilecoinCircuit::all_for_sector_size(bad),
+            Err(SetupError::UnsupportedSectorSize(b)) if b == bad
+        ));
+    }
 }
 
 #[test]
@@ -166,6 +192,63 @@ fn existing_files_are_kept_unless_incomplete_or_forced() {
         .stats
         .is_some());
     assert_ne!(std::fs::read(&first.params).expect("read"), bytes);
+}
+
+/// The streaming generator (what `generate_filecoin` runs) writes the bytes
+/// the in-memory generator's `Srs` serializes to, for all four 2 KiB
+/// circuits (about a minute on 2 cores).
+#[test]
+fn streamed_files_equal_the_in_memory_generator() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (circuit, seed) in [(WINDOW, 31), (WINNING, 32), (SNAP, 33), (POREP, 34)] {
+        let files = generate_filecoin(circuit, dir.path(), seed, false).expect("stream");
+        let streamed = files.stats.expect("generated");
+        let (srs, in_memory) = generate_in_memory(circuit, seed).expect("in memory");
+        let (params, vk) = (dir.path().join("ref.params"), dir.path().join("ref.vk"));
+        write_params(&srs, &params).expect("write params");
+        write_vk(&srs.vk, &vk).expect("write vk");
+        assert!(
+            std::fs::read(&files.params).expect("streamed")
+                == std::fs::read(&params).expect("reference"),
+            "{circuit}: .params differ"
+        );
+        assert!(
+            std::fs::read(&files.vk).expect("streamed") == std::fs::read(&vk).expect("reference"),
+            "{circuit}: .vk differ"
+        );
+        assert_eq!(
+            (streamed.constraints, streamed.inputs, streamed.aux),
+            (in_memory.constraints, in_memory.inputs, in_memory.aux),
+            "{circuit}"
+        );
+        assert_eq!(
+            streamed.matrix_entries, in_memory.matrix_entries,
+            "{circuit}"
+        );
+        let shape = circuit.shape().expect("shape");
+        assert_eq!(
+            (shape.constraints, shape.inputs, shape.aux),
+            (streamed.constraints, streamed.inputs, streamed.aux),
+            "{circuit}: counting pass"
+        );
+        assert_eq!(shape.domain_size(), Some(1 << streamed.domain_log));
+        let len = std::fs::metadata(&files.params).expect("stat").len();
+        assert_eq!(streamed.params_bytes, len, "{circuit}");
+        // The bound is exact but for the a and b points left out.
+        let c = ParamsFile::open(&files.params).expect("open").counts();
+        let nv = shape.inputs + shape.aux;
+        let missing = (nv - c.a) * 96 + (nv - c.b_g1) * 288;
+        assert_eq!(shape.params_bytes_max() - len, missing as u64, "{circuit}");
+        assert_eq!(
+            (streamed.g1_muls, streamed.g2_muls),
+            (in_memory.g1_muls, in_memory.g2_muls),
+            "{circuit}"
+        );
+        eprintln!(
+            "{circuit}: streamed {:.1?} (CPU {:.1?}), in memory {:.1?} (CPU {:.1?})",
+            streamed.total, streamed.cpu, in_memory.total, in_memory.cpu
+        );
+    }
 }
 
 /// The parameters cuzk-fixtures made with filecoin-proofs' generator

@@ -1,5 +1,6 @@
-//! Small synthetic circuits: parameters from `cuzk_setup::generate` equal
-//! bellperson's byte for byte, and bellperson proves and verifies with them.
+//! Small synthetic circuits: parameters from `cuzk_setup::generate` and
+//! `cuzk_setup::generate_streaming` equal bellperson's byte for byte, and
+//! bellperson proves and verifies with them.
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use bellperson::groth16::{
@@ -7,8 +8,12 @@ use bellperson::groth16::{
     Parameters,
 };
 use blstrs::{Bls12, Scalar};
-use cuzk_prover::srs::{write_params, ParamsFile, SubgroupCheck};
-use cuzk_setup::{generate, SetupError};
+use std::sync::Mutex;
+
+use cuzk_prover::srs::{read_vk, write_params, ParamsFile, SubgroupCheck};
+use cuzk_setup::{
+    generate, generate_streaming, no_progress, Progress, SetupError, Stage, ToxicWaste,
+};
 use ff::{Field, PrimeField};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -211,4 +216,97 @@ fn synthesis_errors_propagate() {
     ));
     // The scalar field is BLS12-381's.
     assert_eq!(Scalar::NUM_BITS, 255);
+}
+
+/// The file names in `dir`.
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn streamed_equals_bellperson_with_ordered_progress() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (k, seed) in [(0usize, 21u64), (3, 22), (10, 23), (300, 24)] {
+        let (params, vk) = (dir.path().join("s.params"), dir.path().join("s.vk"));
+        let tw = ToxicWaste::random(&mut ChaCha20Rng::seed_from_u64(seed));
+        let reports = Mutex::new(Vec::<Progress>::new());
+        let record = |p: &Progress| reports.lock().expect("lock").push(*p);
+        let stats = generate_streaming(|| blank(k), &tw, &params, &vk, &record).expect("stream");
+        assert_eq!(stats.constraints, k + 6 + 5);
+        assert_eq!(stats.inputs, 5);
+
+        let theirs = generate_random_parameters::<Bls12, _, _>(
+            blank(k),
+            &mut ChaCha20Rng::seed_from_u64(seed),
+        )
+        .expect("bellperson");
+        let ours = std::fs::read(&params).expect("read");
+        assert!(ours == bellperson_bytes(&theirs), "k={k}: files differ");
+        assert_eq!(stats.params_bytes, ours.len() as u64);
+        let file = ParamsFile::open(&params).expect("ParamsFile");
+        assert_eq!(std::fs::read(&vk).expect("vk"), file.vk_bytes());
+        read_vk(&vk).expect("vk decodes");
+        assert_eq!(listing(dir.path()), ["s.params", "s.vk"]);
+
+        // Stages in order, points counted up to the file's total.
+        let reports = reports.into_inner().expect("lock");
+        let stages: Vec<Stage> = reports.iter().map(|p| p.stage).collect();
+        assert!(stages.windows(2).all(|w| w[0] <= w[1]), "{stages:?}");
+        assert_eq!(stages.first(), Some(&Stage::Count));
+        assert_eq!(stages.last(), Some(&Stage::Done));
+        for s in [Stage::Evaluate, Stage::H, Stage::L, Stage::BG2] {
+            assert!(stages.contains(&s), "{s:?} reported");
+        }
+        let last = reports.last().expect("reports");
+        let c = file.counts();
+        let points = (c.ic + c.h + c.l + c.a + c.b_g1 + c.b_g2) as u64;
+        assert_eq!((last.points_done, last.points_total), (points, points));
+        assert!(reports
+            .windows(2)
+            .all(|w| w[0].points_done <= w[1].points_done));
+        let evaluated = reports
+            .iter()
+            .rfind(|p| p.stage == Stage::Evaluate)
+            .expect("evaluate reported");
+        assert_eq!(evaluated.stage_done, stats.constraints as u64);
+    }
+}
+
+#[test]
+fn streaming_refuses_like_the_in_memory_generator_and_leaves_no_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (params, vk) = (dir.path().join("u.params"), dir.path().join("u.vk"));
+    let circuit = Squares {
+        unconstrained: true,
+        ..blank(2)
+    };
+    let tw = ToxicWaste::random(&mut ChaCha20Rng::seed_from_u64(9));
+    let err = generate_streaming(|| circuit.clone(), &tw, &params, &vk, &no_progress)
+        .expect_err("refused");
+    assert!(
+        matches!(err, SetupError::UnconstrainedVariable { index } if index == 4),
+        "{err}"
+    );
+    assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
+
+    let zero_delta = ToxicWaste {
+        delta: Scalar::ZERO,
+        ..tw
+    };
+    let err = generate_streaming(|| blank(2), &zero_delta, &params, &vk, &no_progress)
+        .expect_err("degenerate");
+    assert!(matches!(err, SetupError::Degenerate), "{err}");
+    assert!(listing(dir.path()).is_empty());
+
+    // An unwritable place fails before any work, naming the path.
+    let missing = dir.path().join("no/such/dir/x.params");
+    let err = generate_streaming(|| blank(2), &tw, &missing, &vk, &no_progress)
+        .expect_err("no directory");
+    assert!(matches!(err, SetupError::Io { .. }), "{err}");
+    assert!(err.to_string().contains("no/such/dir"), "{err}");
 }
