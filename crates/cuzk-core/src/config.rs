@@ -230,7 +230,9 @@ impl MemoryConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct SrsConfig {
     /// Directory for warm SRS files (points already in memory layout, mapped
-    /// instead of decoded on the next load). Unset: no warm files.
+    /// instead of decoded on the next load). Unset: no warm files. Also
+    /// where an SRS too large for the memory budget is paged from (written
+    /// section by section, mapped, not charged); without it such a job fails.
     pub warm_dir: Option<PathBuf>,
     /// Under memory pressure, an unused SRS is evicted only after being idle
     /// this long.

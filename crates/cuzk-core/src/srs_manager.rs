@@ -6,6 +6,14 @@
 //!   layout) waits in `srs.warm_dir`, so loading it is an mmap;
 //! - **cold**: only the `.params` file; loading decodes it.
 //!
+//! An SRS whose size and one partition's memory together exceed the whole
+//! budget could never be hot: with `srs.warm_dir` set it is **paged**
+//! instead — its warm file written section by section from the `.params`
+//! file (never held whole in memory) and mapped, charged nothing, its
+//! pages left to the kernel's page cache (reclaimable, so no OOM; the cost
+//! is disk reads while proving). Without `srs.warm_dir` such a job fails
+//! with an error that says so.
+//!
 //! An SRS loads on first use ([`SrsManager::acquire`]) or on request
 //! (`PreloadSRS`); jobs hold it through an [`SrsLease`] (the in-use count).
 //! `EvictSRS` drops an idle one and refuses one in use. Under memory pressure
@@ -17,7 +25,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use cuzk_prover::srs::{write_warm, ParamsFile, SectionCounts, Srs, SubgroupCheck, WarmSrs};
+use cuzk_prover::srs::{
+    write_warm, write_warm_streaming, ParamsFile, SectionCounts, Srs, SubgroupCheck, WarmSrs,
+};
 use cuzk_prover::SrsRef;
 use tracing::{info, warn};
 
@@ -28,21 +38,34 @@ use crate::params::param_files;
 /// SRS points, decoded or mapped.
 pub enum SrsData {
     Decoded(Srs),
+    /// A warm file mapped and charged at its size (kept resident).
     Mapped(WarmSrs),
+    /// A warm file mapped for an SRS larger than the budget: not charged,
+    /// left to the page cache.
+    Paged(WarmSrs),
 }
 
 impl SrsData {
     pub fn as_srs_ref(&self) -> SrsRef<'_> {
         match self {
             SrsData::Decoded(s) => s.as_srs_ref(),
-            SrsData::Mapped(w) => w.as_srs_ref(),
+            SrsData::Mapped(w) | SrsData::Paged(w) => w.as_srs_ref(),
         }
     }
 
+    /// Bytes of points, decoded or mapped.
     pub fn bytes(&self) -> u64 {
         match self {
             SrsData::Decoded(s) => s.bytes(),
-            SrsData::Mapped(w) => w.bytes(),
+            SrsData::Mapped(w) | SrsData::Paged(w) => w.bytes(),
+        }
+    }
+
+    /// Bytes charged to the memory budget.
+    pub fn charge(&self) -> u64 {
+        match self {
+            SrsData::Paged(_) => 0,
+            other => other.bytes(),
         }
     }
 }
@@ -55,6 +78,15 @@ pub trait SrsLoader: Send + Sync {
     fn size(&self, proof: ProofType) -> Result<u64, String>;
     /// Loads the points.
     fn load(&self, proof: ProofType) -> Result<SrsData, String>;
+    /// Maps the points from a warm file made without holding them in
+    /// memory ([`SrsData::Paged`]); `Err` when this loader cannot.
+    fn load_paged(&self, _proof: ProofType) -> Result<SrsData, String> {
+        Err("paging an SRS needs a warm file directory (srs.warm_dir)".into())
+    }
+    /// Whether [`SrsLoader::load_paged`] can work.
+    fn can_page(&self) -> bool {
+        false
+    }
     /// Whether a warm file exists for the circuit.
     fn has_warm(&self, _proof: ProofType) -> bool {
         false
@@ -135,6 +167,29 @@ impl SrsLoader for ParamsLoader {
     fn has_warm(&self, proof: ProofType) -> bool {
         self.warm_path(proof).is_some_and(|p| p.is_file())
     }
+
+    fn load_paged(&self, proof: ProofType) -> Result<SrsData, String> {
+        let path = self
+            .warm_path(proof)
+            .ok_or("paging an SRS needs a warm file directory (srs.warm_dir)")?;
+        let file = self.open(proof)?;
+        let fingerprint = file.vk_fingerprint();
+        if let Ok(w) = WarmSrs::open_expecting(&path, &fingerprint) {
+            return Ok(SrsData::Paged(w));
+        }
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        info!(path = %path.display(), "writing the warm SRS section by section");
+        write_warm_streaming(&file, &path, self.check).map_err(|e| e.to_string())?;
+        WarmSrs::open_expecting(&path, &fingerprint)
+            .map(SrsData::Paged)
+            .map_err(|e| e.to_string())
+    }
+
+    fn can_page(&self) -> bool {
+        self.warm_dir.is_some()
+    }
 }
 
 /// The three tiers.
@@ -197,6 +252,16 @@ pub enum SrsError {
     Load { circuit_id: String, message: String },
     #[error("SRS {circuit_id} ({bytes} bytes) does not fit in the memory budget now")]
     NoRoom { circuit_id: String, bytes: u64 },
+    #[error(
+        "SRS {circuit_id} ({bytes} bytes) and a partition ({partition} bytes) exceed the whole \
+         memory budget ({budget} bytes); set srs.warm_dir to serve it memory-mapped"
+    )]
+    TooLarge {
+        circuit_id: String,
+        bytes: u64,
+        partition: u64,
+        budget: u64,
+    },
 }
 
 /// A job's hold on a hot SRS.
@@ -312,11 +377,30 @@ impl SrsManager {
             drop(load_lock.lock().unwrap_or_else(|p| p.into_inner()));
         }
         let was_hot = self.lock().get(&id).is_some_and(|e| e.hot.is_some());
-        let srs_bytes = if was_hot {
+        let mut srs_bytes = if was_hot {
             0
         } else {
             self.loader.size(proof).map_err(err)?
         };
+        // Too large ever to be hot beside a partition: paged, or refused.
+        let paged = srs_bytes.saturating_add(extra) > self.budget.limit();
+        if paged && !self.loader.can_page() {
+            return Err(SrsError::TooLarge {
+                circuit_id: id,
+                bytes: srs_bytes,
+                partition: extra,
+                budget: self.budget.limit(),
+            });
+        }
+        if paged {
+            warn!(
+                circuit = %id,
+                bytes = srs_bytes,
+                budget = self.budget.limit(),
+                "SRS larger than the memory budget: serving it memory-mapped (page cache, disk reads while proving)"
+            );
+            srs_bytes = 0;
+        }
         let need = extra + srs_bytes;
         let mut reservation = match self
             .budget
@@ -370,22 +454,27 @@ impl SrsManager {
             }
         }
         let mut charge = reservation.split(srs_bytes);
-        let data = Arc::new(self.loader.load(proof).map_err(err)?);
-        if data.bytes() > charge.bytes() {
+        let data = if paged {
+            self.loader.load_paged(proof)
+        } else {
+            self.loader.load(proof)
+        };
+        let data = Arc::new(data.map_err(err)?);
+        if data.charge() > charge.bytes() {
             // The loader under-estimated: charge the rest or refuse.
-            let more = data.bytes() - charge.bytes();
+            let more = data.charge() - charge.bytes();
             match self.budget.try_reserve(more) {
                 Ok(Some(r)) => charge.absorb(r),
                 _ => {
                     return Err(err(format!(
                         "loaded {} bytes where {} were expected, and the budget has no room for the rest",
-                        data.bytes(),
+                        data.charge(),
                         charge.bytes()
                     )))
                 }
             }
         } else {
-            charge.release(charge.bytes() - data.bytes());
+            charge.release(charge.bytes() - data.charge());
         }
         let took = t.elapsed();
         info!(circuit = %id, bytes = data.bytes(), ms = took.as_millis() as u64, "SRS loaded (hot)");
@@ -435,7 +524,7 @@ impl SrsManager {
                 break;
             }
             if let Some(hot) = entries.get_mut(&id).and_then(|e| e.hot.take()) {
-                let b = hot.data.bytes();
+                let b = hot.data.charge();
                 freed += b;
                 info!(circuit = %id, bytes = b, "SRS evicted under memory pressure");
             }
@@ -471,7 +560,7 @@ impl SrsManager {
         }
         Ok(match e.hot.take() {
             Some(hot) => {
-                let b = hot.data.bytes();
+                let b = hot.data.charge();
                 info!(circuit = %circuit_id, bytes = b, "SRS evicted on request");
                 (true, b)
             }
@@ -510,11 +599,11 @@ impl SrsManager {
         out
     }
 
-    /// Bytes of hot SRS.
+    /// Bytes of hot SRS charged to the budget.
     pub fn hot_bytes(&self) -> u64 {
         self.lock()
             .values()
-            .filter_map(|e| e.hot.as_ref().map(|h| h.data.bytes()))
+            .filter_map(|e| e.hot.as_ref().map(|h| h.data.charge()))
             .sum()
     }
 }

@@ -109,6 +109,7 @@ pub fn srs_status(e: cuzk_core::srs_manager::SrsError) -> Status {
         E::UnknownCircuit(_) => Status::invalid_argument(format!("circuit_id: {e}")),
         E::InUse { .. } => Status::failed_precondition(e.to_string()),
         E::NoRoom { .. } => Status::resource_exhausted(e.to_string()),
+        E::TooLarge { .. } => Status::failed_precondition(e.to_string()),
         E::Load { .. } => Status::failed_precondition(e.to_string()),
     }
 }

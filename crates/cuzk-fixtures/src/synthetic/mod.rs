@@ -32,6 +32,10 @@ use cuzk_core::kinds::{
 };
 use prf::Prf;
 
+/// Bumped when the construction changes, so kept steps of an older one are
+/// not reused.
+const GENERATOR_VERSION: u32 = 2;
+
 /// The miner every fixture proves for.
 const MINER_ID: u64 = 1000;
 /// Sector numbers: the PoRep, the SnapDeals update, the WinningPoSt sector,
@@ -182,7 +186,8 @@ pub(crate) fn make_inputs(
 }
 
 /// The steps of one set: each one's result is kept as JSON in
-/// `dir/.steps/<seed>-<key>.json` and reused while the files it names exist.
+/// `dir/.steps/v<version>-<seed>-<key>.json` and reused while the files it
+/// names exist.
 struct Steps<'a> {
     dir: &'a Path,
     seed: u64,
@@ -231,7 +236,7 @@ impl Steps<'_> {
         make: &mut dyn FnMut(&mut dyn FnMut(u64, u64)) -> Result<T>,
     ) -> Result<T> {
         let steps = self.dir.join(".steps");
-        let file = format!("{}-{key}.json", self.seed);
+        let file = format!("v{GENERATOR_VERSION}-{}-{key}.json", self.seed);
         let kept = std::fs::read(steps.join(&file))
             .ok()
             .and_then(|b| serde_json::from_slice::<T>(&b).ok())

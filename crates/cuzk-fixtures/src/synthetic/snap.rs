@@ -23,8 +23,10 @@ use super::prf::Prf;
 use super::tree::{Encoded, Periodic, Shape, VirtualTree};
 
 /// Leaves in the repeated block of the old replica and of the new data (at
-/// most one rho block).
-const PERIOD: u64 = 4096;
+/// most one rho block). Each rho block has its own new replica, so TreeRNew
+/// costs about `PERIOD / 7` hashes per block (2^h = 1024 blocks): 512 keeps
+/// a 32 GiB update at ~75 k hashes.
+const PERIOD: u64 = 512;
 
 /// A synthetic SnapDeals update: its commitments and partition proofs.
 pub struct SyntheticUpdate {

@@ -37,7 +37,7 @@ use memmap2::Mmap;
 use rayon::prelude::*;
 
 mod warm;
-pub use warm::{write_warm, WarmSrs};
+pub use warm::{write_warm, write_warm_streaming, WarmSrs};
 
 #[cfg(test)]
 mod tests;

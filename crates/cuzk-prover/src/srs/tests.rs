@@ -403,6 +403,30 @@ fn warm_round_trip() {
 }
 
 #[test]
+fn streamed_warm_files_equal_the_decoded_ones() {
+    let dir = TempDir::new("warm-stream");
+    let srs = random_srs(8);
+    let params = dir.join("x.params");
+    write_params(&srs, &params).unwrap();
+    let file = ParamsFile::open(&params).unwrap();
+    let reference = dir.join("ref.warm");
+    write_warm(&srs, &reference).unwrap();
+    for step in [1, 4, 7, 1 << 19] {
+        let streamed = dir.join(&format!("s{step}.warm"));
+        super::warm::write_warm_in_small_steps(&file, &streamed, step).unwrap();
+        assert_eq!(
+            fs::read(&streamed).unwrap(),
+            fs::read(&reference).unwrap(),
+            "step {step}"
+        );
+    }
+    write_warm_streaming(&file, &dir.join("s.warm"), SubgroupCheck::None).unwrap();
+    let warm = WarmSrs::open(&dir.join("s.warm")).unwrap();
+    warm.verify(SubgroupCheck::Full).unwrap();
+    assert_eq!(warm.to_srs(), srs);
+}
+
+#[test]
 fn stale_or_corrupt_warm_files_are_refused() {
     let dir = TempDir::new("warm-bad");
     let srs = random_srs(7);

@@ -1,7 +1,7 @@
 //! The warm SRS form: points in blstrs' in-memory representation, mapped
 //! and used in place.
 
-use std::io::Write;
+use std::io::{Seek, Write};
 use std::mem;
 use std::path::{Path, PathBuf};
 
@@ -61,32 +61,9 @@ pub fn write_warm(srs: &Srs, path: &Path) -> Result<(), SrsError> {
         raw_bytes(&srs.b_g1),
         raw_bytes(&srs.b_g2),
     ];
-    let mut offsets = [0usize; 6];
-    offsets[0] = WARM_HEADER;
-    let mut end = WARM_HEADER + vk.len();
-    for (i, s) in sections.iter().enumerate() {
-        offsets[i + 1] = align_up(end);
-        end = offsets[i + 1] + s.len();
-    }
-    let c = srs.counts();
-    let mut h = Vec::with_capacity(WARM_HEADER);
-    h.extend_from_slice(WARM_MAGIC);
-    h.extend_from_slice(&WARM_VERSION.to_le_bytes());
-    h.extend_from_slice(&(mem::size_of::<G1Affine>() as u32).to_le_bytes());
-    h.extend_from_slice(&(mem::size_of::<G2Affine>() as u32).to_le_bytes());
-    h.extend_from_slice(&canary());
-    for n in [c.ic, c.h, c.l, c.a, c.b_g1, c.b_g2]
-        .into_iter()
-        .chain(offsets)
-    {
-        h.extend_from_slice(&(n as u64).to_le_bytes());
-    }
-    h.extend_from_slice(&(vk.len() as u64).to_le_bytes());
-    h.extend_from_slice(&(end as u64).to_le_bytes());
-    h.extend_from_slice(&sha256(&vk));
-    h.extend_from_slice(&content_digest(sections));
-    h.extend_from_slice(&sha256(&h));
-    debug_assert_eq!(h.len(), WARM_HEADER);
+    let sizes = sections.map(<[u8]>::len);
+    let (offsets, end) = layout(vk.len(), sizes);
+    let h = header(&srs.counts(), &offsets, &vk, end, &content_digest(sections));
     write_atomically(path, |w| {
         (|| {
             w.write_all(&h)?;
@@ -101,6 +78,171 @@ pub fn write_warm(srs: &Srs, path: &Path) -> Result<(), SrsError> {
         })()
         .map_err(io_err(path))
     })
+}
+
+/// Offsets of the vk and the five sections, and the file length, for a vk
+/// of `vk_len` bytes and sections of `sizes` bytes.
+fn layout(vk_len: usize, sizes: [usize; 5]) -> ([usize; 6], usize) {
+    let mut offsets = [0usize; 6];
+    offsets[0] = WARM_HEADER;
+    let mut end = WARM_HEADER + vk_len;
+    for (i, size) in sizes.iter().enumerate() {
+        offsets[i + 1] = align_up(end);
+        end = offsets[i + 1] + size;
+    }
+    (offsets, end)
+}
+
+/// The warm header (see the format above).
+fn header(
+    c: &SectionCounts,
+    offsets: &[usize; 6],
+    vk: &[u8],
+    end: usize,
+    digest: &[u8; 32],
+) -> Vec<u8> {
+    let mut h = Vec::with_capacity(WARM_HEADER);
+    h.extend_from_slice(WARM_MAGIC);
+    h.extend_from_slice(&WARM_VERSION.to_le_bytes());
+    h.extend_from_slice(&(mem::size_of::<G1Affine>() as u32).to_le_bytes());
+    h.extend_from_slice(&(mem::size_of::<G2Affine>() as u32).to_le_bytes());
+    h.extend_from_slice(&canary());
+    for n in [c.ic, c.h, c.l, c.a, c.b_g1, c.b_g2]
+        .into_iter()
+        .chain(offsets.iter().copied())
+    {
+        h.extend_from_slice(&(n as u64).to_le_bytes());
+    }
+    h.extend_from_slice(&(vk.len() as u64).to_le_bytes());
+    h.extend_from_slice(&(end as u64).to_le_bytes());
+    h.extend_from_slice(&sha256(vk));
+    h.extend_from_slice(digest);
+    h.extend_from_slice(&sha256(&h));
+    debug_assert_eq!(h.len(), WARM_HEADER);
+    h
+}
+
+/// G1 points decoded per step of [`write_warm_streaming`] (48 MiB).
+const STREAM_G1: usize = 1 << 19;
+
+/// Writes the warm form of a `.params` file without holding its points:
+/// each section is decoded a chunk at a time (`check` as
+/// [`ParamsFile::decode`](super::ParamsFile::decode)) and written through,
+/// so memory stays at a chunk whatever the SRS's size. The result equals
+/// [`write_warm`] of the decoded SRS.
+pub fn write_warm_streaming(
+    file: &super::ParamsFile,
+    path: &Path,
+    check: SubgroupCheck,
+) -> Result<(), SrsError> {
+    write_warm_in_steps(file, path, check, STREAM_G1)
+}
+
+fn write_warm_in_steps(
+    file: &super::ParamsFile,
+    path: &Path,
+    check: SubgroupCheck,
+    step: usize,
+) -> Result<(), SrsError> {
+    let vk = file.vk_bytes().to_vec();
+    let counts = file.counts();
+    let (g1, g2) = (mem::size_of::<G1Affine>(), mem::size_of::<G2Affine>());
+    let sizes = [
+        counts.h * g1,
+        counts.l * g1,
+        counts.a * g1,
+        counts.b_g1 * g1,
+        counts.b_g2 * g2,
+    ];
+    let (offsets, end) = layout(vk.len(), sizes);
+    let io = |source| SrsError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    write_atomically(path, |w| {
+        w.write_all(&[0u8; WARM_HEADER]).map_err(io)?;
+        w.write_all(&vk).map_err(io)?;
+        let mut pos = WARM_HEADER + vk.len();
+        let mut digests = Vec::with_capacity(5 * 32);
+        for (i, off) in offsets[1..].iter().enumerate() {
+            w.write_all(&vec![0u8; off - pos]).map_err(io)?;
+            let mut chunks = ChunkDigests::default();
+            if i == 4 {
+                stream_section::<G2Affine>(file, i + 1, step.div_ceil(2), check, w, &mut chunks)?;
+            } else {
+                stream_section::<G1Affine>(file, i + 1, step, check, w, &mut chunks)?;
+            }
+            digests.extend_from_slice(&chunks.finish());
+            pos = off + sizes[i];
+        }
+        let h = header(&counts, &offsets, &vk, end, &sha256(&digests));
+        w.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
+        w.write_all(&h).map_err(io)?;
+        w.flush().map_err(io)
+    })
+}
+
+/// A section's digest as [`content_digest`] computes it, over bytes that
+/// arrive in pieces of any size.
+#[derive(Default)]
+struct ChunkDigests {
+    pending: Vec<u8>,
+    chunks: Vec<[u8; 32]>,
+}
+
+impl ChunkDigests {
+    fn push(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+        let full = self.pending.len() / DIGEST_CHUNK * DIGEST_CHUNK;
+        if full > 0 {
+            self.chunks.extend(
+                self.pending[..full]
+                    .par_chunks(DIGEST_CHUNK)
+                    .map(sha256)
+                    .collect::<Vec<_>>(),
+            );
+            self.pending.drain(..full);
+        }
+    }
+
+    fn finish(mut self) -> [u8; 32] {
+        if !self.pending.is_empty() {
+            self.chunks.push(sha256(&self.pending));
+        }
+        sha256(self.chunks.as_flattened())
+    }
+}
+
+/// Decodes section `i` of `file` `step` points at a time into `w`.
+fn stream_section<P: Point>(
+    file: &super::ParamsFile,
+    i: usize,
+    step: usize,
+    check: SubgroupCheck,
+    w: &mut impl Write,
+    digest: &mut ChunkDigests,
+) -> Result<(), SrsError> {
+    let (off, n) = file.layout.sections[i];
+    for start in (0..n).step_by(step.max(1)) {
+        let count = step.min(n - start);
+        let bytes = &file.map[off + start * P::ENC..off + (start + count) * P::ENC];
+        let points: Vec<P> = super::decode_points(bytes, check, false).map_err(|(at, e)| {
+            super::point_err(&file.path, POINT_SECTIONS[i].0)((start + at, e))
+        })?;
+        let raw = raw_bytes(&points);
+        digest.push(raw);
+        w.write_all(raw).map_err(io_err(&file.path))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(super) fn write_warm_in_small_steps(
+    file: &super::ParamsFile,
+    path: &Path,
+    step: usize,
+) -> Result<(), SrsError> {
+    write_warm_in_steps(file, path, SubgroupCheck::Full, step)
 }
 
 /// A warm SRS file, mapped: its sections are used in place. The file must
