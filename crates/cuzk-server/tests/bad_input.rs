@@ -7,19 +7,12 @@ mod support;
 use bytesize::ByteSize;
 use cuzk_core::ProofKind;
 use cuzk_proto::v1::{await_proof_response::Status, SubmitProofRequest};
-use cuzk_proto::ProvingEngineClient;
 use support::*;
-use tonic::transport::Channel;
 use tonic::Code;
 
 /// Submits `req`, expects `code` with `needle` in the message, then checks
 /// the daemon still answers.
-async fn refused(
-    c: &mut ProvingEngineClient<Channel>,
-    req: SubmitProofRequest,
-    code: Code,
-    needle: &str,
-) {
+async fn refused(c: &mut cuzk_server::Client, req: SubmitProofRequest, code: Code, needle: &str) {
     let e = c
         .submit_proof(req)
         .await
@@ -256,6 +249,17 @@ async fn huge_partition_index_is_refused_and_the_daemon_lives() {
         .into_inner();
     let r = await_job(&mut c, &ok.job_id).await;
     assert_eq!(status_of(&r), Status::Completed, "{}", r.error_message);
+    // The largest await timeout a client can send sizes a timer, nothing
+    // else: it answers.
+    let r = c
+        .await_proof(cuzk_proto::v1::AwaitProofRequest {
+            job_id: ok.job_id.clone(),
+            timeout_ms: u64::MAX,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status_of(&r), Status::Completed);
     d.stop().await;
 }
 
