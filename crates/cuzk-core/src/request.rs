@@ -34,6 +34,10 @@ pub use digest::{request_digest, RequestDigest};
 use post::decode_post_vanilla;
 use snap::check_snap_vanilla;
 
+/// The start of the message for a payload whose decoding failed inside the
+/// proof libraries (a check is missing: the fuzz harness fails on it).
+pub const INTERNAL_DECODER_FAILURE: &str = "malformed (the proof library's decoder failed)";
+
 /// The longest request_id accepted.
 pub const MAX_REQUEST_ID_LEN: usize = 256;
 
@@ -248,11 +252,7 @@ impl RawRequest {
             )));
         }
 
-        let input = match proof_type {
-            ProofType::Seal(seal) => self.porep_input(seal)?,
-            ProofType::Winning(_) | ProofType::Window(_) => self.post_input(proof_type)?,
-            ProofType::Update(_) => self.snap_input(proof_type)?,
-        };
+        let input = self.kind_input(proof_type)?;
         Ok(ProofRequest {
             request_id: (!self.request_id.is_empty()).then(|| self.request_id.clone()),
             priority,
@@ -260,6 +260,31 @@ impl RawRequest {
             input,
             vanilla_bytes,
             digest: request_digest(self),
+        })
+    }
+
+    /// The kind's own fields, decoded and checked. A panic inside the
+    /// proof libraries' decoding (a malformed value the checks above did
+    /// not foresee) is a refusal naming the payload, never a crash; the fuzz
+    /// harness treats this message as a bug to fix.
+    fn kind_input(&self, proof_type: ProofType) -> Result<ProofInput, RequestError> {
+        let decode = || match proof_type {
+            ProofType::Seal(seal) => self.porep_input(seal),
+            ProofType::Winning(_) | ProofType::Window(_) => self.post_input(proof_type),
+            ProofType::Update(_) => self.snap_input(proof_type),
+        };
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).unwrap_or_else(|p| {
+            let why = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            let field = if matches!(proof_type, ProofType::Seal(_)) {
+                "vanilla_proof"
+            } else {
+                "vanilla_proofs"
+            };
+            Err(invalid(field, format!("{INTERNAL_DECODER_FAILURE}: {why}")))
         })
     }
 
@@ -429,6 +454,27 @@ fn check_partition_index(k: u32) -> Result<usize, RequestError> {
         ));
     }
     Ok(k as usize)
+}
+
+/// Whether a domain element's bytes are a canonical BLS12-381 scalar.
+/// filecoin-hashers' domains accept any 32 bytes when deserialized, and
+/// panic when a non-canonical one is hashed or put into a circuit, so every
+/// element a check hashes is tested with this first.
+pub(crate) fn canonical<D: AsRef<[u8]>>(d: &D) -> bool {
+    let Ok(arr) = <[u8; 32]>::try_from(d.as_ref()) else {
+        return false;
+    };
+    bool::from(Scalar::from_bytes_le(&arr).is_some())
+}
+
+/// Whether a Merkle proof's leaf, root and every path element are
+/// canonical.
+pub(crate) fn merkle_canonical<P: storage_proofs_core::merkle::MerkleProofTrait>(p: &P) -> bool {
+    canonical(&p.leaf())
+        && canonical(&p.root())
+        && p.path()
+            .iter()
+            .all(|(siblings, _)| siblings.iter().all(canonical))
 }
 
 /// 32 bytes holding a canonical BLS12-381 scalar (little-endian), as

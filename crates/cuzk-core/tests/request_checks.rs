@@ -283,3 +283,19 @@ fn snap_commitments_of_another_sector_are_named() {
     r.comm_d_new = foreign;
     refused(&r, "comm_d_new", "TreeD");
 }
+
+/// Found by the fuzz harness (`fuzz-corpus/crash-from-repr.req`): a value
+/// that is not a field element inside a vanilla proof made the Poseidon
+/// hash of the check panic. It is refused, naming the proof.
+#[test]
+fn non_canonical_values_in_vanilla_proofs_are_refused() {
+    use filecoin_hashers::Domain;
+    use filecoin_proofs::SectorShape2KiB;
+    use filecoin_proofs_api::FallbackPoStSectorProof;
+    let mut r = request(ProofKind::WindowPost);
+    let mut p: FallbackPoStSectorProof<SectorShape2KiB> =
+        bincode::deserialize(&r.vanilla_proofs[0]).unwrap();
+    p.vanilla_proof.sectors[0].comm_c = Domain::try_from_bytes(&[0xff; 32]).unwrap();
+    r.vanilla_proofs[0] = bincode::serialize(&p).unwrap();
+    refused(&r, "vanilla_proofs[0]", "not a field element");
+}

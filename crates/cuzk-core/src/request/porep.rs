@@ -24,7 +24,7 @@ use storage_proofs_core::drgraph::BASE_DEGREE;
 use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_porep::stacked::{generate_replica_id, EXP_DEGREE};
 
-use super::{invalid, RequestError};
+use super::{canonical, invalid, merkle_canonical, RequestError};
 use crate::kinds::prover_id_from_miner;
 
 /// Curio's `c1.json` form: the C1 output JSON, base64 inside a wrapper.
@@ -224,6 +224,18 @@ fn check_challenge<Tree: 'static + MerkleTreeTrait>(
             columns.drg_parents.len(),
             columns.exp_parents.len()
         ));
+    }
+    let column_ok = |c: &storage_proofs_porep::stacked::ColumnProof<_>| {
+        canonical(&c.root())
+            && (1..=shape.layers).all(|l| c.get_node_at_layer(l).is_ok_and(|v| canonical(v)))
+    };
+    let elements_ok = merkle_canonical(&p.comm_d_proofs)
+        && merkle_canonical(&p.comm_r_last_proof)
+        && column_ok(&columns.c_x)
+        && columns.drg_parents.iter().all(column_ok)
+        && columns.exp_parents.iter().all(column_ok);
+    if !elements_ok {
+        return Err("a Merkle proof or column holds a value that is not a field element".into());
     }
     if p.comm_d_proofs.root() != *comm_d {
         return Err("its comm_d proof does not open the C1's comm_d".into());

@@ -19,7 +19,7 @@ use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_core::util::NODE_SIZE;
 use storage_proofs_post::fallback::{self, generate_leaf_challenge_inner, get_challenge_index};
 
-use super::{bincode_strict, invalid, RequestError};
+use super::{bincode_strict, canonical, invalid, merkle_canonical, RequestError};
 
 /// What the challenges of a PoSt request derive from.
 pub struct ChallengeInputs<'a> {
@@ -84,6 +84,20 @@ fn check_sector<Tree: 'static + MerkleTreeTrait>(
             sp.inclusion_proofs.len(),
             inputs.post_type,
             params.challenge_count
+        ));
+    }
+    if !canonical(&sp.comm_c) || !canonical(&sp.comm_r_last) || !canonical(&p.comm_r) {
+        return Err(format!(
+            "sector {sector}: comm_r, comm_c or comm_r_last is not a field element"
+        ));
+    }
+    if let Some(n) = sp
+        .inclusion_proofs
+        .iter()
+        .position(|p| !merkle_canonical(p))
+    {
+        return Err(format!(
+            "sector {sector}: inclusion proof {n} holds a value that is not a field element"
         ));
     }
     if <Tree::Hasher as Hasher>::Function::hash2(&sp.comm_c, &sp.comm_r_last) != p.comm_r {

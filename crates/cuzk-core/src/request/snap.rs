@@ -17,7 +17,7 @@ use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_update::constants::{TreeDDomain, TreeRDomain, TreeRHasher};
 use storage_proofs_update::{Challenges, PublicParams};
 
-use super::{bincode_strict, invalid, RequestError};
+use super::{bincode_strict, canonical, invalid, merkle_canonical, RequestError};
 
 /// The request's sector size and three commitments (already canonical
 /// field elements).
@@ -100,6 +100,21 @@ fn check_partition<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
                 p.challenge_proofs.len(),
                 params.challenge_count
             ),
+        ));
+    }
+    let elements_ok = canonical(&p.comm_c)
+        && p.apex_leafs.iter().all(canonical)
+        && p.challenge_proofs.iter().all(|c| {
+            merkle_canonical(&c.proof_r_old)
+                && merkle_canonical(&c.proof_d_new)
+                && merkle_canonical(&c.proof_r_new)
+        });
+    if !elements_ok {
+        return Err((
+            None,
+            "holds a value (comm_c, an apex leaf or a Merkle proof element) that is not a \
+             field element"
+                .into(),
         ));
     }
     let first = &p.challenge_proofs[0];
