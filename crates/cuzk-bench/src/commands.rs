@@ -107,7 +107,7 @@ pub async fn prove_one(
     let mut raw = fixtures.request(kind)?;
     raw.request_id = request_id;
     raw.priority = priority;
-    let mut client = cuzk_server::connect(addr)
+    let mut client = crate::remote::connect(addr)
         .await
         .with_context(|| format!("connecting to {addr}"))?;
     let reply = client
@@ -229,7 +229,7 @@ pub async fn batch(
 }
 
 pub async fn status(addr: &str) -> Result<()> {
-    let mut client = cuzk_server::connect(addr).await?;
+    let mut client = crate::remote::connect(addr).await?;
     let s = client.get_status(GetStatusRequest {}).await?.into_inner();
     println!(
         "uptime={}s completed={} failed={}",
@@ -257,7 +257,7 @@ pub async fn status(addr: &str) -> Result<()> {
 }
 
 pub async fn metrics(addr: &str) -> Result<()> {
-    let mut client = cuzk_server::connect(addr).await?;
+    let mut client = crate::remote::connect(addr).await?;
     let m = client.get_metrics(GetMetricsRequest {}).await?.into_inner();
     print!("{}", m.prometheus_text);
     Ok(())

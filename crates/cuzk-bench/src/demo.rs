@@ -19,6 +19,8 @@ pub async fn run(sel: &Selection) -> Result<bool> {
 
     let mut config = Config::default();
     config.daemon.listen = "127.0.0.1:0".into();
+    // A throwaway in-process daemon: no journal of its own.
+    config.daemon.journal = false;
     config.params.cache_dir = Some(fixtures.params_dir());
     let daemon = Daemon::start(config).await?;
     let addr = daemon.client_address();

@@ -12,6 +12,7 @@ mod gpu_bench;
 mod gpu_stress;
 mod progress;
 mod prover_bench;
+mod remote;
 mod select;
 mod srs_cmd;
 mod stress;
@@ -34,6 +35,14 @@ const DEFAULT_ADDR: &str = "http://127.0.0.1:9820";
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// File holding the daemon's bearer token (sent as
+    /// `authorization: Bearer <token>`; see daemon.auth_token_file).
+    #[arg(long, global = true, env = "CUZK_TOKEN_FILE")]
+    token_file: Option<PathBuf>,
+    /// PEM CA certificate to trust for a daemon serving TLS; addresses are
+    /// then dialled over https.
+    #[arg(long, global = true, env = "CUZK_TLS_CA")]
+    tls_ca: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Clone)]
@@ -323,6 +332,7 @@ fn parse_priority(s: &str) -> Result<i32, String> {
 fn main() -> Result<()> {
     init_logging();
     let cli = Cli::parse();
+    remote::init(cli.token_file.as_deref(), cli.tls_ca.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

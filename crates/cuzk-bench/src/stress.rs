@@ -27,7 +27,6 @@ use cuzk_proto::v1::{
     await_proof_response::Status as AwaitStatus, AwaitProofRequest, GetMetricsRequest,
     SubmitProofRequest,
 };
-use cuzk_proto::ProvingEngineClient;
 use cuzk_server::convert::submit_request;
 use cuzk_server::Daemon;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -36,11 +35,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::Semaphore;
 use tokio::time::{timeout_at, Instant};
-use tonic::transport::Channel;
 
 use crate::commands::{check, client_fixtures, gen_fixtures};
 
-type Client = ProvingEngineClient<Channel>;
+use cuzk_server::Client;
 
 /// Every how many jobs the request is submitted twice (idempotency probe).
 const PROBE_EVERY: usize = 7;
@@ -179,6 +177,8 @@ pub async fn run(opts: Options) -> Result<bool> {
         None => {
             let mut config = Config::default();
             config.daemon.listen = "127.0.0.1:0".into();
+            // A throwaway in-process daemon: no journal of its own.
+            config.daemon.journal = false;
             config.params.cache_dir = Some(fixtures.params_dir());
             config.gpus.backend = opts.backend;
             config.gpus.vram_limit = opts.vram_limit;
@@ -323,7 +323,7 @@ async fn drive(
     plans: Vec<Plan>,
     opts: &Options,
 ) -> Result<Report> {
-    let mut client = tokio::time::timeout(Duration::from_secs(30), cuzk_server::connect(addr))
+    let mut client = tokio::time::timeout(Duration::from_secs(30), crate::remote::connect(addr))
         .await
         .with_context(|| format!("connecting to {addr}: no answer within 30 s"))?
         .with_context(|| format!("connecting to {addr}"))?;

@@ -99,6 +99,21 @@ pub struct DaemonConfig {
     /// HTTP address serving `GET /status` (JSON) and `GET /metrics`
     /// (Prometheus); empty: off.
     pub status_listen: String,
+    /// Where the job journal lives. Unset: `$STATE_DIRECTORY` (set by
+    /// systemd's `StateDirectory=`), else `$XDG_STATE_HOME/cuzk`, else
+    /// `~/.local/state/cuzk`, else `/var/lib/cuzk`.
+    pub state_dir: Option<PathBuf>,
+    /// Keep the job journal (accepted jobs survive a crash or `kill -9`).
+    pub journal: bool,
+    /// PEM certificate chain for TLS on the gRPC and status listeners.
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `tls_cert`.
+    pub tls_key: Option<PathBuf>,
+    /// File holding the bearer token clients must send
+    /// (`authorization: Bearer <token>`); unset: no token.
+    pub auth_token_file: Option<PathBuf>,
+    /// Serve a non-loopback address without TLS and a token anyway.
+    pub insecure_remote: bool,
 }
 
 impl Default for DaemonConfig {
@@ -108,7 +123,42 @@ impl Default for DaemonConfig {
             shutdown_grace: Duration::from_secs(60),
             log: "info".to_string(),
             status_listen: String::new(),
+            state_dir: None,
+            journal: true,
+            tls_cert: None,
+            tls_key: None,
+            auth_token_file: None,
+            insecure_remote: false,
         }
+    }
+}
+
+impl DaemonConfig {
+    /// The state directory to use, after the environment fallbacks.
+    pub fn resolved_state_dir(&self) -> PathBuf {
+        if let Some(d) = &self.state_dir {
+            return d.clone();
+        }
+        let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+        if let Some(d) = env("STATE_DIRECTORY") {
+            // systemd may list several, separated by colons.
+            let first = d
+                .to_string_lossy()
+                .split(':')
+                .next()
+                .unwrap_or("")
+                .to_string();
+            if !first.is_empty() {
+                return PathBuf::from(first);
+            }
+        }
+        if let Some(d) = env("XDG_STATE_HOME") {
+            return PathBuf::from(d).join("cuzk");
+        }
+        if let Some(h) = env("HOME") {
+            return PathBuf::from(h).join(".local/state/cuzk");
+        }
+        PathBuf::from("/var/lib/cuzk")
     }
 }
 

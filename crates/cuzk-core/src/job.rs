@@ -15,7 +15,7 @@ use cuzk_circuits::PartitionSource;
 use tokio::sync::watch;
 
 use crate::kinds::{Priority, ProofKind, ProofType};
-use crate::request::ProofRequest;
+use crate::request::{ProofRequest, RequestDigest};
 
 /// How a job ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,16 +131,35 @@ impl JobRun {
     }
 }
 
+/// A finished job read back from the journal.
+pub(crate) struct Restored {
+    pub id: String,
+    pub proof_type: ProofType,
+    pub priority: Priority,
+    pub digest: RequestDigest,
+    pub seq: u64,
+    pub submitted_unix: u64,
+    pub finished_unix: u64,
+    pub outcome: JobOutcome,
+}
+
 /// A job in the engine's table.
 pub struct Job {
     pub id: String,
     pub kind: ProofKind,
     pub proof_type: ProofType,
     pub priority: Priority,
-    /// Submission order; unique per engine.
+    /// What the job proves ([`crate::request::request_digest`]).
+    pub digest: RequestDigest,
+    /// Submission order; unique per engine and across restarts with a
+    /// journal (the journal's key).
     pub(crate) seq: u64,
     pub(crate) submitted: Instant,
-    pub(crate) request: Arc<ProofRequest>,
+    /// Unix seconds of the submission (for the journal).
+    pub(crate) submitted_unix: u64,
+    /// The checked request; `None` for a finished job restored from the
+    /// journal, which is never run.
+    pub(crate) request: Option<Arc<ProofRequest>>,
     pub(crate) run: Mutex<JobRun>,
     pub(crate) cancel_requested: AtomicBool,
     pub(crate) phase: watch::Sender<JobPhase>,
@@ -154,14 +173,43 @@ impl Job {
             kind: request.kind(),
             proof_type: request.proof_type,
             priority: request.priority,
+            digest: request.digest,
             seq,
             submitted: Instant::now(),
-            request: Arc::new(request),
+            submitted_unix: crate::journal::unix_now(),
+            request: Some(Arc::new(request)),
             run: Mutex::new(JobRun::default()),
             cancel_requested: AtomicBool::new(false),
             phase: watch::channel(JobPhase::Queued).0,
             finished_at: Mutex::new(None),
         }
+    }
+
+    /// A job that ended before a restart, as the journal recorded it.
+    pub(crate) fn restored(r: Restored) -> Job {
+        let ago = Duration::from_secs(crate::journal::unix_now().saturating_sub(r.finished_unix));
+        let now = Instant::now();
+        let finished = now.checked_sub(ago).unwrap_or(now);
+        Job {
+            id: r.id,
+            kind: r.proof_type.kind(),
+            proof_type: r.proof_type,
+            priority: r.priority,
+            digest: r.digest,
+            seq: r.seq,
+            submitted: finished,
+            submitted_unix: r.submitted_unix,
+            request: None,
+            run: Mutex::new(JobRun::default()),
+            cancel_requested: AtomicBool::new(false),
+            phase: watch::channel(JobPhase::Done(Arc::new(r.outcome))).0,
+            finished_at: Mutex::new(Some(finished)),
+        }
+    }
+
+    /// The checked request (`None` only for a restored finished job).
+    pub(crate) fn request(&self) -> Option<&ProofRequest> {
+        self.request.as_deref()
     }
 
     /// The current phase.

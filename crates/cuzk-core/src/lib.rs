@@ -6,7 +6,8 @@
 //! budget ([`budget`]), the resident SRS and its tiers ([`srs_manager`]), the
 //! Filecoin circuits and verifiers as the engine sees them ([`prover`]),
 //! verification of every proof before it is returned ([`verify`]), the
-//! parameter cache ([`params`]),
+//! job journal that survives restarts ([`journal`]), the parameter cache
+//! ([`params`]),
 //! metrics ([`metrics`]) and the daemon's configuration file ([`config`]).
 //! It knows nothing of gRPC; `cuzk-server` maps it onto the wire.
 
@@ -14,6 +15,7 @@ pub mod budget;
 pub mod config;
 pub mod engine;
 pub mod job;
+pub mod journal;
 pub mod kinds;
 pub mod metrics;
 pub mod params;

@@ -29,6 +29,9 @@ pub struct Metrics {
     staging_fallbacks: IntCounterVec,
     memory_waits: IntCounterVec,
     device_busy: GaugeVec,
+    superseded: IntCounterVec,
+    recovered: IntCounterVec,
+    journal_errors: IntCounterVec,
     uptime: Gauge,
 }
 
@@ -149,6 +152,32 @@ impl Metrics {
             &["backend"],
         )
         .expect("valid metric");
+        let superseded = IntCounterVec::new(
+            Opts::new(
+                "cuzk_requests_superseded_total",
+                "Requests whose request_id named a job with another payload, by kind and \
+                 whether that job had finished (replaced) or not (cancelled)",
+            ),
+            &["kind", "old_job"],
+        )
+        .expect("valid metric");
+        let recovered = IntCounterVec::new(
+            Opts::new(
+                "cuzk_jobs_recovered_total",
+                "Jobs read back from the journal at start, by kind and what became of them \
+                 (finished: answered as they ended; requeued; failed: not recoverable)",
+            ),
+            &["kind", "as"],
+        )
+        .expect("valid metric");
+        let journal_errors = IntCounterVec::new(
+            Opts::new(
+                "cuzk_journal_errors_total",
+                "Job journal writes that failed, by operation",
+            ),
+            &["op"],
+        )
+        .expect("valid metric");
         let uptime = Gauge::new("cuzk_uptime_seconds", "Seconds since the engine started")
             .expect("valid metric");
         for c in [
@@ -166,6 +195,9 @@ impl Metrics {
             Box::new(staging_fallbacks.clone()),
             Box::new(memory_waits.clone()),
             Box::new(device_busy.clone()),
+            Box::new(superseded.clone()),
+            Box::new(recovered.clone()),
+            Box::new(journal_errors.clone()),
             Box::new(uptime.clone()),
         ] {
             registry.register(c).expect("metric names are unique");
@@ -191,8 +223,31 @@ impl Metrics {
             staging_fallbacks,
             memory_waits,
             device_busy,
+            superseded,
+            recovered,
+            journal_errors,
             uptime,
         }
+    }
+
+    /// A request id reused with another payload; `old_job` is "finished"
+    /// or "unfinished".
+    pub fn superseded(&self, kind: ProofKind, old_job: &str) {
+        self.superseded
+            .with_label_values(&[kind.as_str(), old_job])
+            .inc();
+    }
+
+    /// A job read back from the journal.
+    pub fn recovered(&self, kind: ProofKind, what: &str) {
+        self.recovered
+            .with_label_values(&[kind.as_str(), what])
+            .inc();
+    }
+
+    /// A journal write that failed.
+    pub fn journal_error(&self, op: &str) {
+        self.journal_errors.with_label_values(&[op]).inc();
     }
 
     pub fn job_submitted(&self, kind: ProofKind) {

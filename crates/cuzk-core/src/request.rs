@@ -5,26 +5,50 @@
 //! refusal names the offending field, so a client sees
 //! `vanilla_proofs[2]: not a bincode FallbackPoStSectorProof ...` rather than
 //! a failure deep inside a prover minutes later.
+//!
+//! Every number from the wire that could size memory, a loop or a file read
+//! is bounded here by what its proof type allows ([`MAX_PARTITIONS_PER_DEADLINE`],
+//! the partition and challenge counts of the registered proof), and what can
+//! be checked without proving is checked before the job is accepted: a
+//! PoRep's replica id against `miner_id` and `sector_number`
+//! ([`porep`]), PoSt challenges against the randomness and sector ids
+//! ([`post`]), SnapDeals commitments against the partition proofs
+//! ([`snap`]). [`digest`] names a request's content for the job table.
 
-use base64::Engine as _;
+pub mod digest;
+pub mod porep;
+pub mod post;
+pub mod snap;
+
 use bincode::Options as _;
 use blstrs::Scalar;
 use filecoin_proofs::with_shape;
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
-use filecoin_proofs_api::{
-    Commitment, FallbackPoStSectorProof, MerkleTreeTrait, ProverId, SectorId,
-};
-use serde::Deserialize;
-use storage_proofs_update::constants::TreeRHasher;
+use filecoin_proofs_api::{Commitment, ProverId, SectorId};
+use serde::{Deserialize, Serialize};
 
 use crate::kinds::{prover_id_from_miner, Priority, ProofKind, ProofType};
 use crate::params::param_files;
 
+pub use digest::{request_digest, RequestDigest};
+use post::decode_post_vanilla;
+use snap::check_snap_vanilla;
+
+/// The start of the message for a payload whose decoding failed inside the
+/// proof libraries (a check is missing: the fuzz harness fails on it).
+pub const INTERNAL_DECODER_FAILURE: &str = "malformed (the proof library's decoder failed)";
+
 /// The longest request_id accepted.
 pub const MAX_REQUEST_ID_LEN: usize = 256;
 
+/// The most partitions one WindowPoSt deadline can hold: the miner actor's
+/// `max_partitions_per_deadline` (builtin-actors `runtime/src/runtime/policy.rs`,
+/// 3000 on mainnet). A `partition_index` is below it; it sizes the
+/// challenge derivation, never an allocation.
+pub const MAX_PARTITIONS_PER_DEADLINE: u32 = 3000;
+
 /// A request as received: the fields of `SubmitProofRequest`, unchecked.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RawRequest {
     pub request_id: String,
     /// Wire value of `ProofKind` (1..=4).
@@ -74,7 +98,7 @@ pub enum RequestError {
     Unimplemented(String),
 }
 
-fn invalid(field: impl Into<String>, message: impl Into<String>) -> RequestError {
+pub(crate) fn invalid(field: impl Into<String>, message: impl Into<String>) -> RequestError {
     RequestError::InvalidArgument {
         field: field.into(),
         message: message.into(),
@@ -91,6 +115,9 @@ pub struct ProofRequest {
     pub input: ProofInput,
     /// Bytes of vanilla proof data carried.
     pub vanilla_bytes: usize,
+    /// What the request proves ([`request_digest`] of the raw request):
+    /// a request id names one digest at a time.
+    pub digest: RequestDigest,
 }
 
 impl ProofRequest {
@@ -131,19 +158,16 @@ pub enum ProofInput {
     },
 }
 
-/// Curio's `c1.json` form: the C1 output JSON, base64 inside a wrapper.
-#[derive(Deserialize)]
-struct CurioC1Wrapper {
-    #[serde(rename = "Phase1Out")]
-    phase1_out: String,
-}
-
-/// bincode as filecoin-proofs writes it (fixed-width integers), but refusing
-/// trailing bytes so a corrupted payload cannot pass as valid.
-fn bincode_strict() -> impl bincode::Options {
+/// Decodes one bincode value as filecoin-proofs writes it (fixed-width
+/// integers), refusing trailing bytes so a corrupted payload cannot pass as
+/// valid, and reading no more than the bytes given (a length prefix cannot
+/// make the decoder reserve more).
+pub(crate) fn bincode_strict<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> bincode::Result<T> {
     bincode::DefaultOptions::new()
         .with_fixint_encoding()
         .reject_trailing_bytes()
+        .with_limit(bytes.len() as u64)
+        .deserialize(bytes)
 }
 
 impl RawRequest {
@@ -241,17 +265,39 @@ impl RawRequest {
             )));
         }
 
-        let input = match proof_type {
-            ProofType::Seal(seal) => self.porep_input(seal)?,
-            ProofType::Winning(_) | ProofType::Window(_) => self.post_input(proof_type)?,
-            ProofType::Update(_) => self.snap_input(proof_type)?,
-        };
+        let input = self.kind_input(proof_type)?;
         Ok(ProofRequest {
             request_id: (!self.request_id.is_empty()).then(|| self.request_id.clone()),
             priority,
             proof_type,
             input,
             vanilla_bytes,
+            digest: request_digest(self),
+        })
+    }
+
+    /// The kind's own fields, decoded and checked. A panic inside the
+    /// proof libraries' decoding (a malformed value the checks above did
+    /// not foresee) is a refusal naming the payload, never a crash; the fuzz
+    /// harness treats this message as a bug to fix.
+    fn kind_input(&self, proof_type: ProofType) -> Result<ProofInput, RequestError> {
+        let decode = || match proof_type {
+            ProofType::Seal(seal) => self.porep_input(seal),
+            ProofType::Winning(_) | ProofType::Window(_) => self.post_input(proof_type),
+            ProofType::Update(_) => self.snap_input(proof_type),
+        };
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).unwrap_or_else(|p| {
+            let why = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            let field = if matches!(proof_type, ProofType::Seal(_)) {
+                "vanilla_proof"
+            } else {
+                "vanilla_proofs"
+            };
+            Err(invalid(field, format!("{INTERNAL_DECODER_FAILURE}: {why}")))
         })
     }
 
@@ -270,7 +316,7 @@ impl RawRequest {
                 "is empty; PoRep needs the C1 output JSON",
             ));
         }
-        let c1 = parse_c1(&self.vanilla_proof)?;
+        let c1 = porep::parse_c1(&self.vanilla_proof)?;
         if c1.registered_proof != seal {
             return Err(invalid(
                 "registered_proof",
@@ -280,6 +326,7 @@ impl RawRequest {
                 ),
             ));
         }
+        porep::check_c1(&c1, self.miner_id, self.sector_number)?;
         Ok(ProofInput::PoRep {
             c1: Box::new(c1),
             prover_id: prover_id_from_miner(self.miner_id),
@@ -294,12 +341,32 @@ impl RawRequest {
             ProofType::Window(p) => (p, false),
             _ => unreachable!("post_input is only called for PoSt proof types"),
         };
+        let partition_index = if is_winning {
+            if self.partition_index != 0 {
+                return Err(invalid(
+                    "partition_index",
+                    format!(
+                        "is {}; a WinningPoSt has one partition, so it must be 0",
+                        self.partition_index
+                    ),
+                ));
+            }
+            0
+        } else {
+            check_partition_index(self.partition_index)?
+        };
         let max_sectors = post.sector_count();
         let n = self.vanilla_proofs.len();
         if n == 0 {
             return Err(invalid(
                 "vanilla_proofs",
                 "is empty; PoSt needs one FallbackPoStSectorProof per sector",
+            ));
+        }
+        if is_winning && n != max_sectors {
+            return Err(invalid(
+                "vanilla_proofs",
+                format!("has {n} sector proofs; {post:?} takes exactly {max_sectors}"),
             ));
         }
         if n > max_sectors {
@@ -310,10 +377,16 @@ impl RawRequest {
                 ),
             ));
         }
+        let challenge = post::ChallengeInputs {
+            post_type: post,
+            randomness: &randomness,
+            partition_index,
+        };
         let sectors = with_shape!(
             proof_type.sector_size(),
             decode_post_vanilla,
-            &self.vanilla_proofs
+            &self.vanilla_proofs,
+            &challenge
         )?;
         let mut ids: Vec<u64> = sectors.iter().map(|(id, _)| u64::from(*id)).collect();
         ids.sort_unstable();
@@ -336,7 +409,7 @@ impl RawRequest {
             ProofInput::WindowPost {
                 randomness,
                 prover_id,
-                partition_index: self.partition_index as usize,
+                partition_index,
                 vanilla_proofs,
                 sectors,
             }
@@ -359,10 +432,17 @@ impl RawRequest {
                 ),
             ));
         }
+        let comms = snap::Commitments {
+            sector_size: proof_type.sector_size(),
+            comm_r_old: &comm_r_old,
+            comm_r_new: &comm_r_new,
+            comm_d_new: &comm_d_new,
+        };
         with_shape!(
             proof_type.sector_size(),
-            decode_snap_vanilla,
-            &self.vanilla_proofs
+            check_snap_vanilla,
+            &self.vanilla_proofs,
+            &comms
         )?;
         Ok(ProofInput::SnapDeals {
             vanilla_proofs: self.vanilla_proofs.clone(),
@@ -373,34 +453,46 @@ impl RawRequest {
     }
 }
 
-/// Parses a C1 output: raw `SealCommitPhase1Output` JSON, or Curio's
-/// `{"SectorNum", "Phase1Out": base64(JSON), "SectorSize"}` wrapper.
-fn parse_c1(bytes: &[u8]) -> Result<SealCommitPhase1Output, RequestError> {
-    match serde_json::from_slice::<SealCommitPhase1Output>(bytes) {
-        Ok(c1) => Ok(c1),
-        Err(direct) => {
-            let Ok(wrapper) = serde_json::from_slice::<CurioC1Wrapper>(bytes) else {
-                return Err(invalid(
-                    "vanilla_proof",
-                    format!("not a C1 output (SealCommitPhase1Output JSON): {direct}"),
-                ));
-            };
-            let inner = base64::engine::general_purpose::STANDARD
-                .decode(wrapper.phase1_out.as_bytes())
-                .map_err(|e| invalid("vanilla_proof", format!("Phase1Out is not base64: {e}")))?;
-            serde_json::from_slice(&inner).map_err(|e| {
-                invalid(
-                    "vanilla_proof",
-                    format!("Phase1Out is not a SealCommitPhase1Output JSON: {e}"),
-                )
-            })
-        }
+/// A WindowPoSt partition index, bounded by [`MAX_PARTITIONS_PER_DEADLINE`].
+fn check_partition_index(k: u32) -> Result<usize, RequestError> {
+    if k >= MAX_PARTITIONS_PER_DEADLINE {
+        return Err(invalid(
+            "partition_index",
+            format!(
+                "{k} is out of range: a deadline holds at most {MAX_PARTITIONS_PER_DEADLINE} \
+                 partitions (the miner actor's max_partitions_per_deadline), so the index \
+                 is at most {}",
+                MAX_PARTITIONS_PER_DEADLINE - 1
+            ),
+        ));
     }
+    Ok(k as usize)
+}
+
+/// Whether a domain element's bytes are a canonical BLS12-381 scalar.
+/// filecoin-hashers' domains accept any 32 bytes when deserialized, and
+/// panic when a non-canonical one is hashed or put into a circuit, so every
+/// element a check hashes is tested with this first.
+pub(crate) fn canonical<D: AsRef<[u8]>>(d: &D) -> bool {
+    let Ok(arr) = <[u8; 32]>::try_from(d.as_ref()) else {
+        return false;
+    };
+    bool::from(Scalar::from_bytes_le(&arr).is_some())
+}
+
+/// Whether a Merkle proof's leaf, root and every path element are
+/// canonical.
+pub(crate) fn merkle_canonical<P: storage_proofs_core::merkle::MerkleProofTrait>(p: &P) -> bool {
+    canonical(&p.leaf())
+        && canonical(&p.root())
+        && p.path()
+            .iter()
+            .all(|(siblings, _)| siblings.iter().all(canonical))
 }
 
 /// 32 bytes holding a canonical BLS12-381 scalar (little-endian), as
 /// filecoin-proofs requires of randomness and commitments.
-fn field_element(bytes: &[u8], field: &str) -> Result<[u8; 32], RequestError> {
+pub(crate) fn field_element(bytes: &[u8], field: &str) -> Result<[u8; 32], RequestError> {
     let arr: [u8; 32] = bytes.try_into().map_err(|_| {
         invalid(
             field,
@@ -418,46 +510,6 @@ fn field_element(bytes: &[u8], field: &str) -> Result<[u8; 32], RequestError> {
         ));
     }
     Ok(arr)
-}
-
-fn decode_post_vanilla<Tree: 'static + MerkleTreeTrait>(
-    proofs: &[Vec<u8>],
-) -> Result<Vec<(SectorId, Commitment)>, RequestError> {
-    proofs
-        .iter()
-        .enumerate()
-        .map(|(i, bytes)| {
-            let p: FallbackPoStSectorProof<Tree> =
-                bincode_strict().deserialize(bytes).map_err(|e| {
-                    invalid(
-                        format!("vanilla_proofs[{i}]"),
-                        format!(
-                            "not a bincode FallbackPoStSectorProof for {}: {e}",
-                            Tree::display()
-                        ),
-                    )
-                })?;
-            let mut comm_r = [0u8; 32];
-            comm_r.copy_from_slice(p.comm_r.as_ref());
-            Ok((p.sector_id, comm_r))
-        })
-        .collect()
-}
-
-fn decode_snap_vanilla<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
-    proofs: &[Vec<u8>],
-) -> Result<(), RequestError> {
-    for (i, bytes) in proofs.iter().enumerate() {
-        bincode_strict()
-            .deserialize::<filecoin_proofs::PartitionProof<Tree>>(bytes)
-            .map_err(|e| {
-                invalid(
-                    format!("vanilla_proofs[{i}]"),
-                    format!("not a bincode PartitionProof for {}: {e}", Tree::display()),
-                )
-            })?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -536,9 +588,10 @@ mod tests {
 
     #[test]
     fn c1_parse_errors_name_the_field() {
-        let e = parse_c1(b"{not json").unwrap_err();
+        let e = porep::parse_c1(b"{not json").unwrap_err();
         assert_eq!(field_of(e), "vanilla_proof");
-        let e = parse_c1(br#"{"SectorNum":1,"Phase1Out":"%%%","SectorSize":2048}"#).unwrap_err();
+        let e =
+            porep::parse_c1(br#"{"SectorNum":1,"Phase1Out":"%%%","SectorSize":2048}"#).unwrap_err();
         assert!(e.to_string().contains("base64"), "{e}");
     }
 

@@ -61,8 +61,9 @@ fn write_config(dir: &Path, params: &Path) -> (std::path::PathBuf, std::path::Pa
         &config,
         format!(
             "[daemon]\nlisten = \"unix://{}\"\nshutdown_grace = \"120s\"\n\
-             [params]\ncache_dir = \"{}\"\n",
+             state_dir = \"{}\"\n[params]\ncache_dir = \"{}\"\n",
             sock.display(),
+            dir.join("state").display(),
             params.display()
         ),
     )

@@ -99,6 +99,8 @@ pub fn submit_status(e: SubmitError) -> Status {
         }
         SubmitError::RequestIdConflict { .. } => Status::already_exists(e.to_string()),
         SubmitError::ShuttingDown => Status::unavailable(e.to_string()),
+        // Not on disk, so not accepted: a retry may succeed.
+        SubmitError::Journal(_) => Status::unavailable(e.to_string()),
     }
 }
 

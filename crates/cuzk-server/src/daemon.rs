@@ -5,12 +5,18 @@ use std::future::Future;
 use std::sync::Arc;
 
 use cuzk_core::budget::MemoryBudget;
+use cuzk_core::journal::Journal;
 use cuzk_core::srs_manager::ParamsLoader;
 use cuzk_core::{Config, Engine, EngineParts, FilecoinProofs, SrsManager};
 use cuzk_proto::ProvingEngineServer;
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tracing::{info, warn};
 
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Identity, ServerTlsConfig};
+
+use crate::access::{Access, AccessError};
+use crate::http::StatusListener;
 use crate::listen::{Bound, ListenAddr};
 use crate::service::ProvingService;
 
@@ -37,6 +43,61 @@ pub enum DaemonError {
     Status(String),
     #[error("gRPC server failed: {0}")]
     Serve(#[from] tonic::transport::Error),
+    #[error(transparent)]
+    Journal(#[from] cuzk_core::journal::JournalError),
+    #[error("starting the engine: {0}")]
+    Start(String),
+    #[error(transparent)]
+    Access(#[from] AccessError),
+    #[error("TLS: {0}")]
+    Tls(String),
+}
+
+/// Starts the engine, on the job journal unless `daemon.journal = false`
+/// (opening it and recovering its jobs reads files: off the reactor).
+async fn start_engine(config: &Config, parts: EngineParts) -> Result<Engine, DaemonError> {
+    let engine_config = config.engine.clone();
+    if !config.daemon.journal {
+        info!("daemon.journal = false: jobs live in memory only");
+        return Ok(Engine::start(engine_config, parts));
+    }
+    let dir = config.daemon.resolved_state_dir();
+    let retention = config.engine.job_retention;
+    tokio::task::spawn_blocking(move || {
+        let opened = Journal::open(&dir, retention)?;
+        if let Some(aside) = &opened.set_aside {
+            warn!(
+                moved_to = %aside.display(),
+                "started with a new, empty job journal: the old one could not be read"
+            );
+        }
+        Ok(Engine::start_journaled(engine_config, parts, opened))
+    })
+    .await
+    .map_err(|e| DaemonError::Start(e.to_string()))?
+}
+
+/// Binds `daemon.status_listen` (TLS when the daemon has a certificate)
+/// after checking the address may be served.
+async fn bind_status(
+    config: &Config,
+    access: &Access,
+) -> Result<Option<StatusListener>, DaemonError> {
+    let addr = config.daemon.status_listen.trim();
+    if addr.is_empty() {
+        return Ok(None);
+    }
+    let l = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| DaemonError::Status(format!("{addr}: {e}")))?;
+    access.check_exposure("daemon.status_listen", l.local_addr().ok(), &config.daemon)?;
+    Ok(Some(match &access.tls {
+        Some((cert, key)) => {
+            let tls = crate::tls::server_config(cert, key).map_err(DaemonError::Tls)?;
+            StatusListener::Tls(crate::tls::TlsListener::new(l, tls))
+        }
+        None => StatusListener::Plain(l),
+    }))
 }
 
 /// A daemon that is bound and ready to serve.
@@ -44,7 +105,8 @@ pub struct Daemon {
     engine: Engine,
     bound: Bound,
     /// The bound HTTP status listener, when configured.
-    status: Option<tokio::net::TcpListener>,
+    status: Option<StatusListener>,
+    access: Access,
     config: Config,
 }
 
@@ -76,34 +138,32 @@ impl Daemon {
         let params = config.params.resolved_cache_dir();
         cuzk_core::params::init_parameter_cache(&params)?;
         info!(dir = %params.display(), "Groth16 parameter cache");
+        let access = Access::load(&config.daemon)?;
         let bound = Bound::bind(&listen)
             .await
             .map_err(|source| DaemonError::Bind {
                 addr: config.daemon.listen.clone(),
                 source,
             })?;
-        let engine = Engine::start(config.engine.clone(), parts);
-        let status = if config.daemon.status_listen.trim().is_empty() {
-            None
-        } else {
-            let l = tokio::net::TcpListener::bind(config.daemon.status_listen.trim())
-                .await
-                .map_err(|e| {
-                    DaemonError::Status(format!("{}: {e}", config.daemon.status_listen))
-                })?;
-            Some(l)
-        };
+        access.check_exposure("daemon.listen", bound.tcp_addr(), &config.daemon)?;
+        let status = bind_status(&config, &access).await?;
+        let engine = start_engine(&config, parts).await?;
         Ok(Daemon {
             engine,
             bound,
             status,
+            access,
             config,
         })
     }
 
-    /// The address clients connect to.
+    /// The address clients connect to (`https://` when served over TLS).
     pub fn client_address(&self) -> String {
-        self.bound.client_address()
+        let a = self.bound.client_address();
+        match (&self.access.tls, &self.bound) {
+            (Some(_), Bound::Tcp(..)) => a.replacen("http://", "https://", 1),
+            _ => a,
+        }
     }
 
     /// The engine behind the service.
@@ -111,12 +171,10 @@ impl Daemon {
         &self.engine
     }
 
-    /// The HTTP status address (`http://ip:port`), when configured.
+    /// The HTTP status address (`http://ip:port` or `https://ip:port`),
+    /// when configured.
     pub fn status_address(&self) -> Option<String> {
-        self.status
-            .as_ref()
-            .and_then(|l| l.local_addr().ok())
-            .map(|a| format!("http://{a}"))
+        self.status.as_ref().and_then(StatusListener::address)
     }
 
     /// Serves until `shutdown` resolves, then stops gracefully: new jobs are
@@ -127,18 +185,33 @@ impl Daemon {
             engine,
             bound,
             status,
+            access,
             config,
         } = self;
         let limit = config.engine.max_vanilla_bytes.as_u64() as usize + MESSAGE_OVERHEAD;
-        let service = ProvingEngineServer::new(ProvingService::new(engine.clone()))
-            .max_decoding_message_size(limit)
-            .max_encoding_message_size(limit);
+        let service = InterceptedService::new(
+            ProvingEngineServer::new(ProvingService::new(engine.clone()))
+                .max_decoding_message_size(limit)
+                .max_encoding_message_size(limit),
+            access.interceptor(),
+        );
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let stop = async {
             let _ = stop_rx.await;
         };
-        info!(address = %bound, "serving cuzk.v1.ProvingEngine");
-        let router = tonic::transport::Server::builder().add_service(service);
+        info!(
+            address = %bound,
+            tls = access.tls.is_some(),
+            token = access.token.is_some(),
+            "serving cuzk.v1.ProvingEngine"
+        );
+        let mut builder = tonic::transport::Server::builder();
+        if let Some((cert, key)) = &access.tls {
+            builder = builder
+                .tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))
+                .map_err(|e| DaemonError::Tls(e.to_string()))?;
+        }
+        let router = builder.add_service(service);
         let unix_path = match &bound {
             Bound::Unix(_, p) => Some(p.clone()),
             Bound::Tcp(..) => None,
@@ -152,8 +225,8 @@ impl Daemon {
             }
         };
         let status_task = status.map(|l| {
-            info!(address = ?l.local_addr().ok(), "serving GET /status and GET /metrics");
-            tokio::spawn(crate::http::serve(l, engine.clone()))
+            info!(address = ?l.address(), "serving GET /status and GET /metrics");
+            tokio::spawn(crate::http::serve(l, engine.clone(), access.token.clone()))
         });
         shutdown.await;
         info!(grace = ?config.daemon.shutdown_grace, "shutdown requested: refusing new jobs");

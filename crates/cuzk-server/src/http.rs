@@ -1,7 +1,11 @@
 //! The HTTP status endpoint (`daemon.status_listen`): `GET /status` as JSON
-//! and `GET /metrics` in the Prometheus text format.
+//! and `GET /metrics` in the Prometheus text format; over TLS and behind the
+//! bearer token when the daemon has them (see [`crate::access`]).
 
-use axum::http::header::CONTENT_TYPE;
+use std::sync::Arc;
+
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
@@ -181,10 +185,11 @@ impl From<&EngineStatus> for StatusJson {
     }
 }
 
-/// The routes.
-pub fn router(engine: Engine) -> Router {
+/// The routes; with a token, a request without `authorization: Bearer
+/// <token>` gets 401.
+pub fn router(engine: Engine, token: Option<Arc<str>>) -> Router {
     let status_engine = engine.clone();
-    Router::new()
+    let routes = Router::new()
         .route(
             "/status",
             get(move || {
@@ -204,12 +209,52 @@ pub fn router(engine: Engine) -> Router {
                         .into_response()
                 }
             }),
-        )
+        );
+    let Some(token) = token else {
+        return routes;
+    };
+    routes.route_layer(axum::middleware::from_fn(
+        move |req: axum::extract::Request, next: axum::middleware::Next| {
+            let token = token.clone();
+            async move {
+                let header = req
+                    .headers()
+                    .get(AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok());
+                match crate::access::check_bearer(header, &token) {
+                    Ok(()) => next.run(req).await,
+                    Err(m) => (StatusCode::UNAUTHORIZED, m).into_response(),
+                }
+            }
+        },
+    ))
+}
+
+/// A bound status listener: plain TCP or TLS.
+pub enum StatusListener {
+    Plain(TcpListener),
+    Tls(crate::tls::TlsListener),
+}
+
+impl StatusListener {
+    /// `http://ip:port` or `https://ip:port`.
+    pub fn address(&self) -> Option<String> {
+        use axum::serve::Listener as _;
+        match self {
+            StatusListener::Plain(l) => l.local_addr().ok().map(|a| format!("http://{a}")),
+            StatusListener::Tls(l) => l.local_addr().ok().map(|a| format!("https://{a}")),
+        }
+    }
 }
 
 /// Serves the routes on `listener` until the task is dropped.
-pub async fn serve(listener: TcpListener, engine: Engine) {
-    if let Err(e) = axum::serve(listener, router(engine)).await {
+pub async fn serve(listener: StatusListener, engine: Engine, token: Option<Arc<str>>) {
+    let app = router(engine, token);
+    let result = match listener {
+        StatusListener::Plain(l) => axum::serve(l, app).await,
+        StatusListener::Tls(l) => axum::serve(l, app).await,
+    };
+    if let Err(e) = result {
         warn!("status endpoint stopped: {e}");
     }
 }

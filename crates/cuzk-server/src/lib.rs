@@ -5,8 +5,10 @@
 //! the wire and the engine, [`listen`] binds TCP or unix sockets, [`daemon`]
 //! runs a whole daemon (engine + server + graceful stop) for the
 //! `cuzk-daemon` binary and for in-process use, [`http`] serves `/status`
-//! and `/metrics`, and [`client`] connects clients to it.
+//! and `/metrics` ([`tls`] for it), [`access`] decides who may connect (TLS
+//! and a bearer token off loopback), and [`client`] connects clients.
 
+pub mod access;
 pub mod backends;
 pub mod client;
 pub mod convert;
@@ -14,8 +16,9 @@ pub mod daemon;
 pub mod http;
 pub mod listen;
 pub mod service;
+pub mod tls;
 
-pub use client::connect;
+pub use client::{connect, connect_with, Client, ClientOptions};
 pub use daemon::{Daemon, DaemonError};
 pub use listen::ListenAddr;
 pub use service::ProvingService;

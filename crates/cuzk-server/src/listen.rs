@@ -40,7 +40,8 @@ pub enum Bound {
 }
 
 impl Bound {
-    /// Binds `addr`. A stale unix socket file is replaced.
+    /// Binds `addr`. A stale unix socket file is replaced; a unix socket is
+    /// made mode 0660.
     pub async fn bind(addr: &ListenAddr) -> std::io::Result<Bound> {
         match addr {
             ListenAddr::Tcp(a) => {
@@ -55,8 +56,20 @@ impl Bound {
                 if let Some(dir) = p.parent() {
                     std::fs::create_dir_all(dir)?;
                 }
-                Ok(Bound::Unix(UnixListener::bind(p)?, p.clone()))
+                let l = UnixListener::bind(p)?;
+                // Owner and group only (connecting needs write permission).
+                use std::os::unix::fs::PermissionsExt as _;
+                std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o660))?;
+                Ok(Bound::Unix(l, p.clone()))
             }
+        }
+    }
+
+    /// The TCP address bound (`None` for a unix socket).
+    pub fn tcp_addr(&self) -> Option<SocketAddr> {
+        match self {
+            Bound::Tcp(_, a) => Some(*a),
+            Bound::Unix(..) => None,
         }
     }
 

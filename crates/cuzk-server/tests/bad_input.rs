@@ -7,19 +7,12 @@ mod support;
 use bytesize::ByteSize;
 use cuzk_core::ProofKind;
 use cuzk_proto::v1::{await_proof_response::Status, SubmitProofRequest};
-use cuzk_proto::ProvingEngineClient;
 use support::*;
-use tonic::transport::Channel;
 use tonic::Code;
 
 /// Submits `req`, expects `code` with `needle` in the message, then checks
 /// the daemon still answers.
-async fn refused(
-    c: &mut ProvingEngineClient<Channel>,
-    req: SubmitProofRequest,
-    code: Code,
-    needle: &str,
-) {
+async fn refused(c: &mut cuzk_server::Client, req: SubmitProofRequest, code: Code, needle: &str) {
     let e = c
         .submit_proof(req)
         .await
@@ -220,5 +213,93 @@ async fn missing_parameters_are_a_failed_precondition() {
     r.registered_proof = 3;
     r.sector_size = 0; // unset: taken from the registered proof
     refused(&mut c, r, Code::FailedPrecondition, "snap-32g").await;
+    d.stop().await;
+}
+
+/// The request of issue 16: a WindowPoSt partition whose index no deadline
+/// can have, through `Prove` as Curio calls it. It is refused at once; the
+/// daemon goes on answering and proving.
+#[tokio::test(flavor = "multi_thread")]
+async fn huge_partition_index_is_refused_and_the_daemon_lives() {
+    let d = start(|_| {}).await;
+    let mut c = d.client().await;
+    let mut r = request(ProofKind::WindowPost);
+    r.partition_index = 4_000_000_000;
+    let e = c
+        .prove(cuzk_proto::v1::ProveRequest {
+            submit: Some(r.clone()),
+        })
+        .await
+        .expect_err("refused");
+    assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+    assert!(
+        e.message().starts_with("partition_index")
+            && e.message().contains("4000000000")
+            && e.message().contains("3000"),
+        "{}",
+        e.message()
+    );
+    refused(&mut c, r, Code::InvalidArgument, "partition_index").await;
+    let s = get_status(&mut c).await;
+    assert_eq!(s.total_proofs_completed + s.total_proofs_failed, 0);
+    let ok = c
+        .submit_proof(request(ProofKind::WindowPost))
+        .await
+        .unwrap()
+        .into_inner();
+    let r = await_job(&mut c, &ok.job_id).await;
+    assert_eq!(status_of(&r), Status::Completed, "{}", r.error_message);
+    // The largest await timeout a client can send sizes a timer, nothing
+    // else: it answers.
+    let r = c
+        .await_proof(cuzk_proto::v1::AwaitProofRequest {
+            job_id: ok.job_id.clone(),
+            timeout_ms: u64::MAX,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status_of(&r), Status::Completed);
+    d.stop().await;
+}
+
+/// Inputs that cannot give a valid proof are refused at submit, before any
+/// synthesis: a PoRep whose sector or miner is not the C1's, and a SnapDeals
+/// with comm_r_old and comm_r_new swapped (named, not a panic text).
+#[tokio::test(flavor = "multi_thread")]
+async fn inconsistent_inputs_are_refused_before_synthesis() {
+    let d = start(|_| {}).await;
+    let mut c = d.client().await;
+    let mut r = request(ProofKind::PoRep);
+    r.sector_number += 1;
+    refused(&mut c, r, Code::InvalidArgument, "sector_number").await;
+    let mut r = request(ProofKind::PoRep);
+    r.miner_id += 1;
+    refused(&mut c, r, Code::InvalidArgument, "miner_id").await;
+    let mut r = request(ProofKind::SnapDeals);
+    std::mem::swap(&mut r.comm_r_old, &mut r.comm_r_new);
+    let e = c.submit_proof(r).await.expect_err("refused");
+    assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+    assert!(
+        e.message()
+            .starts_with("comm_r_old, comm_r_new: are swapped"),
+        "{}",
+        e.message()
+    );
+    assert!(!e.message().contains("panicked"), "{}", e.message());
+    // Nothing was queued, started or proved.
+    let s = get_status(&mut c).await;
+    assert!(s
+        .queues
+        .iter()
+        .all(|q| q.pending == 0 && q.in_progress == 0));
+    assert_eq!(s.total_proofs_completed + s.total_proofs_failed, 0);
+    let m = c
+        .get_metrics(cuzk_proto::v1::GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text;
+    assert!(!m.contains("cuzk_jobs_submitted_total{"), "{m}");
     d.stop().await;
 }

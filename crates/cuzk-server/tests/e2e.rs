@@ -342,8 +342,8 @@ async fn window_post_partitions_verify_as_a_deadline() {
         );
     }
 
-    // Tampered public inputs: the daemon's own check rejects the proof, so
-    // the job fails instead of returning it.
+    // Tampered public inputs are refused at submit (the challenges the
+    // vanilla proofs open are checked against them), never proved:
     //  - V1 challenges depend on the partition index: partition 1's vanilla
     //    proofs claimed as partition 0;
     //  - any version: another challenge seed.
@@ -358,13 +358,15 @@ async fn window_post_partitions_verify_as_a_deadline() {
     let mut wrong_seed = f.deadline_request(0, 1).unwrap();
     wrong_seed.randomness[0] ^= 1;
     for wrong in [wrong_index, wrong_seed] {
-        let r = prove(wrong).await;
-        assert_eq!(status_of(&r), Status::Failed);
-        assert!(r.proof.is_empty());
+        let e = c
+            .submit_proof(cuzk_server::convert::submit_request(wrong))
+            .await
+            .expect_err("refused at submit");
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{}", e.message());
         assert!(
-            r.error_message.contains("verif") || r.error_message.contains("proving failed"),
+            e.message().starts_with("vanilla_proofs[0]") && e.message().contains("challenge"),
             "{}",
-            r.error_message
+            e.message()
         );
     }
     d.stop().await;

@@ -1,6 +1,6 @@
 //! The engine: job table, the partition pipeline and its queues.
 //!
-//! A submitted request is checked ([`RawRequest::validate`]) and becomes a
+//! A submitted request is checked ([`crate::request::RawRequest::validate`]) and becomes a
 //! [`Job`] (keyed by its request_id when it has one, so a resubmit finds the
 //! same job). From there it flows partition by partition:
 //!
@@ -17,6 +17,9 @@
 //! steps (a/b/c when the backend has consumed them, the rest when the
 //! partition is proved). Workers live in [`workers`].
 
+mod journaling;
+mod recover;
+mod submit;
 mod workers;
 
 pub use workers::partition_bytes;
@@ -33,9 +36,10 @@ use tracing::{info, warn};
 use crate::budget::{MemoryBudget, Reservation};
 use crate::config::EngineConfig;
 use crate::job::{Job, JobOutcome, JobPhase, JobStatus};
+use crate::journal::Journal;
 use crate::kinds::{Priority, ProofKind};
 use crate::metrics::Metrics;
-use crate::request::{ProofRequest, RawRequest, RequestError};
+use crate::request::{ProofRequest, RequestError};
 use crate::srs_manager::{SrsEntry, SrsLease, SrsManager};
 
 /// The Filecoin side of proving, as the engine needs it.
@@ -73,6 +77,9 @@ pub enum SubmitError {
     },
     #[error("the daemon is shutting down and accepts no new jobs")]
     ShuttingDown,
+    /// The job could not be written to the journal, so it was not accepted.
+    #[error("the job journal cannot record the job: {0}")]
+    Journal(String),
 }
 
 /// Errors of job lookups and control.
@@ -169,6 +176,11 @@ pub(crate) struct Inner {
     mem_head: Mutex<Option<PartKey>>,
     /// The device (index into `parts.backends`) of each prover worker.
     worker_device: Vec<usize>,
+    /// The job journal, when the engine has one.
+    journal: Option<journaling::Journaling>,
+    /// Held by one admission at a time (see `submit`); never while
+    /// waiting for the state lock's holders to do disk work.
+    admit_lock: Mutex<()>,
 }
 
 impl Inner {
@@ -226,6 +238,10 @@ impl Engine {
     /// # Panics
     /// If `parts.backends` is empty.
     pub fn start(config: EngineConfig, parts: EngineParts) -> Engine {
+        Engine::start_inner(config, parts, None)
+    }
+
+    fn start_inner(config: EngineConfig, parts: EngineParts, journal: Option<Journal>) -> Engine {
         assert!(
             !parts.backends.is_empty(),
             "an engine needs at least one prover backend"
@@ -259,6 +275,8 @@ impl Engine {
             started: Instant::now(),
             mem_head: Mutex::new(None),
             worker_device,
+            journal: journal.map(journaling::Journaling::start),
+            admit_lock: Mutex::new(()),
         });
         inner
             .metrics
@@ -287,88 +305,6 @@ impl Engine {
     /// The memory budget.
     pub fn budget(&self) -> &Arc<MemoryBudget> {
         &self.inner.parts.budget
-    }
-
-    /// Checks and queues a request. Blocking: decoding a large vanilla proof
-    /// takes a while, so async callers should run it off the reactor.
-    ///
-    /// A request_id already in the table returns that job (unless it failed
-    /// or was cancelled, in which case the request is proved afresh).
-    pub fn submit(&self, raw: &RawRequest) -> Result<Submission, SubmitError> {
-        let result = self.submit_inner(raw);
-        if let Err(e) = &result {
-            let reason = match e {
-                SubmitError::Request(RequestError::InvalidArgument { .. }) => "invalid_argument",
-                SubmitError::Request(RequestError::FailedPrecondition(_)) => "failed_precondition",
-                SubmitError::Request(RequestError::Unimplemented(_)) => "unimplemented",
-                SubmitError::RequestIdConflict { .. } => "request_id_conflict",
-                SubmitError::ShuttingDown => "shutting_down",
-            };
-            self.inner.metrics.rejected(reason);
-            warn!(request_id = %raw.request_id, error = %e, "request refused");
-        }
-        result
-    }
-
-    fn submit_inner(&self, raw: &RawRequest) -> Result<Submission, SubmitError> {
-        if !raw.request_id.is_empty() {
-            let kind = raw.kind()?;
-            let st = self.inner.lock();
-            if !st.accepting {
-                return Err(SubmitError::ShuttingDown);
-            }
-            if let Some(found) = existing_job(&st, &raw.request_id, kind)? {
-                return Ok(found);
-            }
-        }
-        let request = raw.validate(self.inner.config.max_vanilla_bytes.as_u64())?;
-        self.enqueue(request)
-    }
-
-    /// Queues a request that is already checked (by [`RawRequest::validate`],
-    /// or built directly by an embedding program or a test).
-    pub fn enqueue(&self, request: ProofRequest) -> Result<Submission, SubmitError> {
-        let kind = request.kind();
-        let mut st = self.inner.lock();
-        if !st.accepting {
-            return Err(SubmitError::ShuttingDown);
-        }
-        prune_finished(&mut st, self.inner.config.job_retention);
-        if let Some(id) = &request.request_id {
-            // Another submit of the same id may have won the race meanwhile.
-            if let Some(found) = existing_job(&st, id, kind)? {
-                return Ok(found);
-            }
-        }
-        let seq = st.next_seq;
-        st.next_seq += 1;
-        let job_id = request
-            .request_id
-            .clone()
-            .unwrap_or_else(|| format!("job-{seq}-{:016x}", rand::random::<u64>()));
-        let vanilla_bytes = request.vanilla_bytes;
-        let job = Arc::new(Job::new(job_id.clone(), seq, request));
-        let key = job_key(&job);
-        let queue_position = queue_position(&st, key);
-        st.synth_queue.insert(key, job.clone());
-        st.jobs.insert(job_id.clone(), job.clone());
-        self.inner.metrics.job_submitted(kind);
-        drop(st);
-        self.inner.synth_cv.notify_all();
-        info!(
-            job_id = %job_id,
-            kind = %kind,
-            proof = %job.proof_type,
-            priority = job.priority.as_str(),
-            vanilla_bytes,
-            queue_position,
-            "job queued"
-        );
-        Ok(Submission {
-            job_id,
-            queue_position,
-            existing: false,
-        })
     }
 
     /// Looks a job up.
@@ -532,7 +468,7 @@ impl Engine {
                     "daemon shutting down; the job was never started".into(),
                     Duration::ZERO,
                 );
-                end_job(&mut st, &self.inner, job, outcome);
+                end_job_as(&mut st, &self.inner, job, outcome, Journaled::No);
             }
             unstarted.len()
         };
@@ -556,7 +492,7 @@ impl Engine {
                         "daemon stopped before the job finished".into(),
                         Duration::ZERO,
                     );
-                    end_job(&mut st, &self.inner, &job, outcome);
+                    end_job_as(&mut st, &self.inner, &job, outcome, Journaled::No);
                 }
                 break;
             }
@@ -565,41 +501,10 @@ impl Engine {
         self.inner.lock().stopping = true;
         self.inner.synth_cv.notify_all();
         self.inner.prove_cv.notify_all();
-    }
-}
-
-/// The live job a request_id names, as a submission; `None` when there is
-/// none or it failed / was cancelled (then the request is proved again).
-fn existing_job(
-    st: &State,
-    request_id: &str,
-    kind: ProofKind,
-) -> Result<Option<Submission>, SubmitError> {
-    let Some(job) = st.jobs.get(request_id) else {
-        return Ok(None);
-    };
-    if let Some(outcome) = job.outcome() {
-        if outcome.status != JobStatus::Completed {
-            return Ok(None);
+        if let Some(j) = &self.inner.journal {
+            j.flush();
         }
     }
-    if job.kind != kind {
-        return Err(SubmitError::RequestIdConflict {
-            request_id: request_id.to_string(),
-            existing: job.kind,
-            requested: kind,
-        });
-    }
-    let queue_position = if job.run().started.is_some() {
-        0
-    } else {
-        queue_position(st, job_key(job))
-    };
-    Ok(Some(Submission {
-        job_id: job.id.clone(),
-        queue_position,
-        existing: true,
-    }))
 }
 
 /// Jobs not yet started that will be started before the job keyed `key`.
@@ -620,13 +525,37 @@ fn prune_finished(st: &mut State, retention: Duration) {
     );
 }
 
+/// Whether a job's end goes to the journal.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Journaled {
+    Yes,
+    /// Ended by a graceful stop: left unfinished in the journal, so the
+    /// next start runs it.
+    No,
+}
+
+/// Ends a job unless it has ended already (see [`end_job_as`]).
+pub(crate) fn end_job(st: &mut State, inner: &Inner, job: &Arc<Job>, outcome: JobOutcome) -> bool {
+    end_job_as(st, inner, job, outcome, Journaled::Yes)
+}
+
 /// Ends a job unless it has ended already: counts the end in the totals and
 /// metrics first (so whoever sees the job done sees the figures too), drops
-/// its queued work and the memory it holds, then publishes the outcome.
-/// Every end goes through here, with the state lock held.
-pub(crate) fn end_job(st: &mut State, inner: &Inner, job: &Arc<Job>, outcome: JobOutcome) -> bool {
+/// its queued work and the memory it holds, queues the end for the journal,
+/// then publishes the outcome. Every end goes through here, with the state
+/// lock held.
+pub(crate) fn end_job_as(
+    st: &mut State,
+    inner: &Inner,
+    job: &Arc<Job>,
+    outcome: JobOutcome,
+    journaled: Journaled,
+) -> bool {
     if job.is_done() {
         return false;
+    }
+    if let (Some(j), Journaled::Yes) = (&inner.journal, journaled) {
+        j.ended(job, &outcome);
     }
     st.synth_queue.remove(&job_key(job));
     let dropped: Vec<PartKey> = st

@@ -208,8 +208,9 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
     }
     if build {
         let t = Instant::now();
-        let built = catch("building the circuits", || {
-            inner.parts.system.source(&job.request)
+        let built = catch("building the circuits", || match job.request() {
+            Some(r) => inner.parts.system.source(r),
+            None => Err("the job has no request".into()),
         });
         let source = match built {
             Ok(s) => Arc::from(s),
@@ -514,8 +515,9 @@ fn finish(inner: &Arc<Inner>, job: &Arc<Job>) {
         .collect();
     info!(target: "partition", job_id = %job.id, bytes = proof.len(), "assembled");
     let t = Instant::now();
-    let verified = catch("verification", || {
-        inner.parts.system.verify(&job.request, &proof)
+    let verified = catch("verification", || match job.request() {
+        Some(r) => inner.parts.system.verify(r, &proof),
+        None => Err("the job has no request".into()),
     });
     let verify = t.elapsed();
     let outcome = match verified {
@@ -533,6 +535,11 @@ fn finish(inner: &Arc<Inner>, job: &Arc<Job>) {
             verify,
         ),
     };
+    // A completed job is in the journal before anyone sees its proof, so
+    // a restart never proves it again.
+    if outcome.status == JobStatus::Completed && !job.is_done() {
+        super::journaling::record_completed(inner, job, &outcome.proof);
+    }
     let mut st = inner.lock();
     end_job(&mut st, inner, job, outcome);
 }

@@ -376,6 +376,7 @@ pub fn request_of(
             sectors: vec![(SectorId::from(1), [0; 32])],
         },
         vanilla_bytes: 3,
+        digest: randomness,
     }
 }
 

@@ -13,12 +13,10 @@ use cuzk_proto::v1::{
     await_proof_response::Status, AwaitProofRequest, AwaitProofResponse, GetStatusRequest,
     GetStatusResponse, SubmitProofRequest,
 };
-use cuzk_proto::ProvingEngineClient;
 use cuzk_server::convert::submit_request;
 use cuzk_server::Daemon;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tonic::transport::Channel;
 
 /// The fixture set, generated on first use (about half an hour on 2 cores
 /// the very first time; reused afterwards).
@@ -32,9 +30,23 @@ pub fn fixtures() -> &'static Fixtures {
     })
 }
 
+/// The synthetic 2 KiB set (another sector's inputs under the same sector
+/// numbers; it shares the sealed set's parameters).
+pub fn synthetic() -> &'static Fixtures {
+    static F: OnceLock<Fixtures> = OnceLock::new();
+    F.get_or_init(|| {
+        fixtures();
+        let spec = cuzk_fixtures::SyntheticSpec::new(cuzk_fixtures::SectorSize::S2KiB);
+        cuzk_fixtures::ensure_synthetic(&spec, &mut |p| eprintln!("fixtures: {p:?}"))
+            .expect("synthetic fixtures could not be made")
+    })
+}
+
 /// A daemon running inside the test process.
 pub struct TestDaemon {
     pub addr: String,
+    /// The daemon's state directory (its job journal), removed on drop.
+    pub state: tempfile::TempDir,
     /// `http://ip:port` of GET /status and /metrics, when configured.
     pub status_addr: Option<String>,
     stop: Option<oneshot::Sender<()>>,
@@ -48,6 +60,8 @@ pub async fn start(tweak: impl FnOnce(&mut Config)) -> TestDaemon {
     config.daemon.listen = "127.0.0.1:0".into();
     config.daemon.shutdown_grace = Duration::from_secs(120);
     config.params.cache_dir = Some(f.params_dir());
+    let state = tempfile::tempdir().expect("state dir");
+    config.daemon.state_dir = Some(state.path().to_path_buf());
     tweak(&mut config);
     let daemon = Daemon::start(config).await.expect("daemon starts");
     let addr = daemon.client_address();
@@ -58,6 +72,7 @@ pub async fn start(tweak: impl FnOnce(&mut Config)) -> TestDaemon {
     }));
     TestDaemon {
         addr,
+        state,
         status_addr,
         stop: Some(tx),
         task: Some(task),
@@ -65,7 +80,7 @@ pub async fn start(tweak: impl FnOnce(&mut Config)) -> TestDaemon {
 }
 
 impl TestDaemon {
-    pub async fn client(&self) -> ProvingEngineClient<Channel> {
+    pub async fn client(&self) -> cuzk_server::Client {
         cuzk_server::connect(&self.addr).await.expect("connect")
     }
 
@@ -86,7 +101,7 @@ pub fn request(kind: ProofKind) -> SubmitProofRequest {
 }
 
 /// Waits (without a limit) for a job.
-pub async fn await_job(c: &mut ProvingEngineClient<Channel>, job_id: &str) -> AwaitProofResponse {
+pub async fn await_job(c: &mut cuzk_server::Client, job_id: &str) -> AwaitProofResponse {
     c.await_proof(AwaitProofRequest {
         job_id: job_id.to_string(),
         timeout_ms: 0,
@@ -100,7 +115,7 @@ pub fn status_of(r: &AwaitProofResponse) -> Status {
     Status::try_from(r.status).expect("known status")
 }
 
-pub async fn get_status(c: &mut ProvingEngineClient<Channel>) -> GetStatusResponse {
+pub async fn get_status(c: &mut cuzk_server::Client) -> GetStatusResponse {
     c.get_status(GetStatusRequest {})
         .await
         .expect("GetStatus answers")
@@ -151,7 +166,7 @@ fn dechunk(mut body: &str) -> String {
 }
 
 /// Polls until `kind` has a job in progress.
-pub async fn wait_running(c: &mut ProvingEngineClient<Channel>, kind: ProofKind) {
+pub async fn wait_running(c: &mut cuzk_server::Client, kind: ProofKind) {
     // Generous: a loaded 2-core machine may take a while to start it.
     let deadline = std::time::Instant::now() + Duration::from_secs(300);
     while std::time::Instant::now() < deadline {

@@ -1,0 +1,136 @@
+//! Starting an engine on a journal: the jobs of the previous run come back.
+//!
+//! Finished jobs (within `engine.job_retention`) return to the table as they
+//! ended, so `AwaitProof` answers them and a resubmit of a completed request
+//! returns the same proof without proving. Unfinished jobs are checked again
+//! from their journaled requests and queued under their old ids and
+//! sequence numbers, most urgent first (WinningPoSt before everything), so
+//! the first is proving while the rest are still being decoded. A job whose
+//! request cannot be read back, or no longer passes its checks, ends
+//! `Failed` with the reason.
+
+use std::sync::Arc;
+
+use tracing::{info, warn};
+
+use super::{job_key, Engine, EngineParts};
+use crate::config::EngineConfig;
+use crate::job::{Job, JobOutcome, JobStatus, JobTimings, Restored};
+use crate::journal::{Entry, EntryState, Opened};
+use crate::kinds::ProofType;
+
+impl Engine {
+    /// Starts the engine with the journal `opened`, restoring its jobs.
+    /// Blocking (it reads and checks every unfinished job's request).
+    pub fn start_journaled(config: EngineConfig, parts: EngineParts, opened: Opened) -> Engine {
+        let Opened {
+            journal, entries, ..
+        } = opened;
+        let engine = Engine::start_inner(config, parts, Some(journal));
+        engine.restore(entries);
+        engine
+    }
+
+    fn restore(&self, entries: Vec<Entry>) {
+        let next = entries.iter().map(|e| e.seq + 1).max().unwrap_or(0);
+        self.inner.lock().next_seq = next;
+        let (mut pending, finished): (Vec<Entry>, Vec<Entry>) = entries
+            .into_iter()
+            .partition(|e| e.state == EntryState::Queued);
+        let restored = finished.len();
+        for e in finished {
+            let EntryState::Ended(status) = e.state else {
+                continue;
+            };
+            let outcome = JobOutcome {
+                status,
+                proof: e.proof.clone(),
+                error: e.error.clone(),
+                timings: JobTimings::default(),
+            };
+            self.restore_ended(&e, outcome, "finished");
+        }
+        // Most urgent first, then in submission order.
+        pending.sort_by_key(|e| (std::cmp::Reverse(e.priority), e.seq));
+        let requeued = pending.len();
+        for e in pending {
+            self.requeue(e);
+        }
+        info!(restored, requeued, "jobs recovered from the journal");
+    }
+
+    /// Puts back a job that ended (before the restart, or now because it
+    /// cannot be recovered).
+    fn restore_ended(&self, e: &Entry, outcome: JobOutcome, what: &str) {
+        let Ok(proof_type) = ProofType::decode(e.kind, e.registered_proof) else {
+            warn!(job_id = %e.job_id, "journal entry with an unknown proof type; skipped");
+            return;
+        };
+        let job = Job::restored(Restored {
+            id: e.job_id.clone(),
+            proof_type,
+            priority: e.priority,
+            digest: e.digest,
+            seq: e.seq,
+            submitted_unix: e.submitted_unix,
+            finished_unix: e.finished_unix.unwrap_or(e.submitted_unix),
+            outcome,
+        });
+        self.inner.metrics.recovered(e.kind, what);
+        self.inner
+            .lock()
+            .jobs
+            .insert(e.job_id.clone(), Arc::new(job));
+    }
+
+    /// Queues an unfinished job again from its journaled request.
+    fn requeue(&self, e: Entry) {
+        let Some(j) = &self.inner.journal else {
+            return;
+        };
+        let request = j
+            .journal
+            .load_request(e.seq)
+            .map_err(|err| err.to_string())
+            .and_then(|raw| {
+                raw.validate(self.inner.config.max_vanilla_bytes.as_u64())
+                    .map_err(|err| format!("it no longer passes its checks: {err}"))
+            });
+        let request = match request {
+            Ok(r) if r.digest == e.digest => r,
+            Ok(_) => {
+                self.fail_recovery(&e, "its journaled request does not match its digest".into());
+                return;
+            }
+            Err(m) => {
+                self.fail_recovery(&e, m);
+                return;
+            }
+        };
+        let job = Arc::new(Job::new(e.job_id.clone(), e.seq, request));
+        let mut st = self.inner.lock();
+        st.synth_queue.insert(job_key(&job), job.clone());
+        st.jobs.insert(job.id.clone(), job.clone());
+        drop(st);
+        self.inner.metrics.recovered(e.kind, "requeued");
+        self.inner.synth_cv.notify_all();
+        info!(job_id = %e.job_id, kind = %e.kind, priority = e.priority.as_str(), "job re-queued after a restart");
+    }
+
+    fn fail_recovery(&self, e: &Entry, why: String) {
+        let error = format!("the job could not be recovered after a restart: {why}");
+        warn!(job_id = %e.job_id, "{error}");
+        if let Some(j) = &self.inner.journal {
+            if let Err(err) = j.journal.finished(e.seq, JobStatus::Failed, &[], &error) {
+                warn!(job_id = %e.job_id, "journal: {err}");
+            }
+        }
+        let outcome = JobOutcome {
+            status: JobStatus::Failed,
+            proof: Vec::new(),
+            error,
+            timings: JobTimings::default(),
+        };
+        self.restore_ended(e, outcome, "failed");
+    }
+}

@@ -1,0 +1,559 @@
+//! The job journal: every accepted job with its request, on disk, so that a
+//! crash, an OOM kill or `kill -9` loses no accepted job and proves no
+//! completed one twice.
+//!
+//! Under `daemon.state_dir`:
+//! - `journal.sqlite` (SQLite, WAL, `synchronous = FULL`): one small row per
+//!   job — submission sequence, job id, kind, registered proof, priority,
+//!   request digest, state, and once finished the proof or the error.
+//! - `payloads/<seq>.req`: the job's request (bincode [`RawRequest`]),
+//!   written once (temporary name, fsync, rename) before its row, deleted
+//!   when the job ends. Payloads of tens of MB are thus written once, and
+//!   the rows a job's life updates stay small.
+//! - `lock`: held exclusively while the journal is open, so two daemons
+//!   cannot share one state dir.
+//!
+//! A journal that cannot be opened or read (corrupt, truncated, another
+//! schema) is reported, renamed to `journal.sqlite.corrupt-<unix time>`
+//! with its payloads, and replaced by an empty one: the daemon starts.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fs2::FileExt;
+use rusqlite::{params, Connection, OptionalExtension};
+use tracing::{error, info, warn};
+
+use crate::job::JobStatus;
+use crate::kinds::{Priority, ProofKind};
+use crate::request::{kind_from_wire, kind_to_wire, RawRequest, RequestDigest};
+
+const DB: &str = "journal.sqlite";
+const SCHEMA: i64 = 1;
+
+/// Why the journal could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("daemon.state_dir {0}: {1}")]
+    Dir(PathBuf, std::io::Error),
+    #[error(
+        "daemon.state_dir {0} is in use by another cuzk-daemon (its lock file is held); \
+         give each daemon its own state_dir"
+    )]
+    Locked(PathBuf),
+    #[error("journal {0}: {1}")]
+    Store(PathBuf, String),
+    #[error("journal payload {0}: {1}")]
+    Payload(PathBuf, String),
+}
+
+/// A job's state in the journal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryState {
+    /// Accepted and not finished: re-queued on start.
+    Queued,
+    Ended(JobStatus),
+}
+
+impl EntryState {
+    fn to_db(self) -> i64 {
+        match self {
+            EntryState::Queued => 0,
+            EntryState::Ended(JobStatus::Completed) => 1,
+            EntryState::Ended(JobStatus::Failed) => 2,
+            EntryState::Ended(JobStatus::Cancelled) => 3,
+        }
+    }
+
+    fn from_db(v: i64) -> Option<EntryState> {
+        Some(match v {
+            0 => EntryState::Queued,
+            1 => EntryState::Ended(JobStatus::Completed),
+            2 => EntryState::Ended(JobStatus::Failed),
+            3 => EntryState::Ended(JobStatus::Cancelled),
+            _ => return None,
+        })
+    }
+}
+
+/// One job as journaled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub seq: u64,
+    pub job_id: String,
+    pub kind: ProofKind,
+    /// Wire number of the registered proof.
+    pub registered_proof: u64,
+    pub priority: Priority,
+    pub digest: RequestDigest,
+    pub state: EntryState,
+    pub proof: Vec<u8>,
+    pub error: String,
+    pub submitted_unix: u64,
+    pub finished_unix: Option<u64>,
+}
+
+/// A journal just opened: the jobs to restore.
+pub struct Opened {
+    pub journal: Journal,
+    /// The newest entry of every job id, finished ones within retention.
+    pub entries: Vec<Entry>,
+    /// Where a journal that could not be read was moved, if one was.
+    pub set_aside: Option<PathBuf>,
+}
+
+/// The open journal. Its methods block on disk writes (an fsync each):
+/// call them off the reactor and never under the engine's state lock.
+pub struct Journal {
+    dir: PathBuf,
+    conn: Mutex<Connection>,
+    _lock: File,
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Journal {
+    /// Opens (or creates) the journal in `dir`, forgetting jobs that ended
+    /// more than `retention` ago. An unreadable journal is set aside and
+    /// replaced; only a directory that cannot be used, or one another daemon
+    /// holds, is an error.
+    pub fn open(dir: &Path, retention: Duration) -> Result<Opened, JournalError> {
+        let dir_err = |e| JournalError::Dir(dir.to_path_buf(), e);
+        fs::create_dir_all(dir.join("payloads")).map_err(dir_err)?;
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("lock"))
+            .map_err(dir_err)?;
+        if lock.try_lock_exclusive().is_err() {
+            return Err(JournalError::Locked(dir.to_path_buf()));
+        }
+        let path = dir.join(DB);
+        let cutoff = unix_now().saturating_sub(retention.as_secs());
+        let (conn, entries, set_aside) = match open_db(&path, cutoff) {
+            Ok((conn, entries)) => (conn, entries, None),
+            Err(e) => {
+                let aside = set_aside(dir, &path).map_err(dir_err)?;
+                error!(
+                    journal = %path.display(),
+                    moved_to = %aside.display(),
+                    error = %e,
+                    "the job journal cannot be read; it was set aside and a new one started \
+                     (its unfinished jobs are not recovered)"
+                );
+                let (conn, entries) = open_db(&path, cutoff)
+                    .map_err(|e| JournalError::Store(path.clone(), e.to_string()))?;
+                (conn, entries, Some(aside))
+            }
+        };
+        let journal = Journal {
+            dir: dir.to_path_buf(),
+            conn: Mutex::new(conn),
+            _lock: lock,
+        };
+        journal.remove_orphan_payloads(&entries);
+        let queued = entries
+            .iter()
+            .filter(|e| e.state == EntryState::Queued)
+            .count();
+        info!(
+            journal = %path.display(),
+            jobs = entries.len(),
+            unfinished = queued,
+            "job journal open"
+        );
+        Ok(Opened {
+            journal,
+            entries,
+            set_aside,
+        })
+    }
+
+    /// The journal's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn payload_path(&self, seq: u64) -> PathBuf {
+        self.dir.join("payloads").join(format!("{seq}.req"))
+    }
+
+    /// Records an accepted job and its request. Returns once both are on
+    /// disk.
+    pub fn submitted(&self, entry: &Entry, raw: &RawRequest) -> Result<(), JournalError> {
+        let path = self.payload_path(entry.seq);
+        let bytes = bincode::serialize(raw)
+            .map_err(|e| JournalError::Payload(path.clone(), e.to_string()))?;
+        write_durably(&path, &bytes).map_err(|e| JournalError::Payload(path, e.to_string()))?;
+        let conn = self.conn();
+        conn.execute(
+            "INSERT OR REPLACE INTO jobs (seq, job_id, kind, registered_proof, priority, digest, \
+             state, proof, error, submitted_unix, finished_unix) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                entry.seq as i64,
+                entry.job_id,
+                kind_to_wire(entry.kind),
+                entry.registered_proof as i64,
+                entry.priority as i64,
+                entry.digest.as_slice(),
+                entry.state.to_db(),
+                entry.proof,
+                entry.error,
+                entry.submitted_unix as i64,
+                entry.finished_unix.map(|t| t as i64),
+            ],
+        )
+        .map_err(|e| self.store_err(e))?;
+        Ok(())
+    }
+
+    /// Records how a job ended (a no-op for a job already ended) and drops
+    /// its payload.
+    pub fn finished(
+        &self,
+        seq: u64,
+        status: JobStatus,
+        proof: &[u8],
+        error: &str,
+    ) -> Result<(), JournalError> {
+        self.conn()
+            .execute(
+                "UPDATE jobs SET state = ?2, proof = ?3, error = ?4, finished_unix = ?5 \
+                 WHERE seq = ?1 AND state = 0",
+                params![
+                    seq as i64,
+                    EntryState::Ended(status).to_db(),
+                    proof,
+                    error,
+                    unix_now() as i64
+                ],
+            )
+            .map_err(|e| self.store_err(e))?;
+        let _ = fs::remove_file(self.payload_path(seq));
+        Ok(())
+    }
+
+    /// The request of an unfinished job.
+    pub fn load_request(&self, seq: u64) -> Result<RawRequest, JournalError> {
+        let path = self.payload_path(seq);
+        let bytes =
+            fs::read(&path).map_err(|e| JournalError::Payload(path.clone(), e.to_string()))?;
+        crate::request::bincode_strict(&bytes)
+            .map_err(|e| JournalError::Payload(path, format!("not a journaled request: {e}")))
+    }
+
+    /// Forgets jobs that ended before `cutoff_unix`, and entries older than
+    /// the newest of their job id.
+    pub fn prune(&self, cutoff_unix: u64) -> Result<(), JournalError> {
+        prune(&self.conn(), cutoff_unix).map_err(|e| self.store_err(e))
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn store_err(&self, e: rusqlite::Error) -> JournalError {
+        JournalError::Store(self.dir.join(DB), e.to_string())
+    }
+
+    /// Deletes payload files no unfinished entry names (a crash between
+    /// writing a payload and its row, or after a job ended).
+    fn remove_orphan_payloads(&self, entries: &[Entry]) {
+        let keep: std::collections::HashSet<String> = entries
+            .iter()
+            .filter(|e| e.state == EntryState::Queued)
+            .map(|e| format!("{}.req", e.seq))
+            .collect();
+        let Ok(dir) = fs::read_dir(self.dir.join("payloads")) else {
+            return;
+        };
+        for f in dir.flatten() {
+            let name = f.file_name().to_string_lossy().into_owned();
+            if !keep.contains(&name) {
+                if let Err(e) = fs::remove_file(f.path()) {
+                    warn!(file = %f.path().display(), "cannot remove a stale payload: {e}");
+                }
+            }
+        }
+    }
+}
+
+/// Opens the database, checks it, and reads the entries to restore.
+fn open_db(path: &Path, cutoff: u64) -> Result<(Connection, Vec<Entry>), String> {
+    let conn = Connection::open(path).map_err(|e| e.to_string())?;
+    let setup = || -> rusqlite::Result<()> {
+        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+             CREATE TABLE IF NOT EXISTS jobs (
+                 seq INTEGER PRIMARY KEY,
+                 job_id TEXT NOT NULL,
+                 kind INTEGER NOT NULL,
+                 registered_proof INTEGER NOT NULL,
+                 priority INTEGER NOT NULL,
+                 digest BLOB NOT NULL,
+                 state INTEGER NOT NULL,
+                 proof BLOB NOT NULL,
+                 error TEXT NOT NULL,
+                 submitted_unix INTEGER NOT NULL,
+                 finished_unix INTEGER);
+             CREATE INDEX IF NOT EXISTS jobs_by_id ON jobs (job_id);
+             INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', 1);",
+        )
+    };
+    setup().map_err(|e| e.to_string())?;
+    let check: String = conn
+        .query_row("PRAGMA quick_check", [], |r| r.get(0))
+        .map_err(|e| e.to_string())?;
+    if check != "ok" {
+        return Err(format!("integrity check: {check}"));
+    }
+    let schema: Option<i64> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| {
+            r.get(0)
+        })
+        .optional()
+        .map_err(|e| e.to_string())?;
+    if schema != Some(SCHEMA) {
+        return Err(format!(
+            "schema {schema:?}; this daemon writes schema {SCHEMA}"
+        ));
+    }
+    prune(&conn, cutoff).map_err(|e| e.to_string())?;
+    let entries = read_entries(&conn)?;
+    Ok((conn, entries))
+}
+
+fn prune(conn: &Connection, cutoff: u64) -> rusqlite::Result<()> {
+    conn.execute(
+        "DELETE FROM jobs WHERE (state != 0 AND finished_unix <= ?1) \
+         OR seq < (SELECT MAX(seq) FROM jobs AS newer WHERE newer.job_id = jobs.job_id)",
+        params![cutoff as i64],
+    )?;
+    Ok(())
+}
+
+fn read_entries(conn: &Connection) -> Result<Vec<Entry>, String> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT seq, job_id, kind, registered_proof, priority, digest, state, proof, error, \
+             submitted_unix, finished_unix FROM jobs ORDER BY seq",
+        )
+        .map_err(|e| e.to_string())?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i32>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, i32>(4)?,
+                r.get::<_, Vec<u8>>(5)?,
+                r.get::<_, i64>(6)?,
+                r.get::<_, Vec<u8>>(7)?,
+                r.get::<_, String>(8)?,
+                r.get::<_, i64>(9)?,
+                r.get::<_, Option<i64>>(10)?,
+            ))
+        })
+        .map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (seq, job_id, kind, proof_no, priority, digest, state, proof, error, sub, fin) =
+            row.map_err(|e| e.to_string())?;
+        let bad = |what: &str| format!("row {seq}: bad {what}");
+        out.push(Entry {
+            seq: seq as u64,
+            job_id,
+            kind: kind_from_wire(kind).ok_or_else(|| bad("kind"))?,
+            registered_proof: proof_no as u64,
+            priority: Priority::from_wire(priority).ok_or_else(|| bad("priority"))?,
+            digest: digest.try_into().map_err(|_| bad("digest"))?,
+            state: EntryState::from_db(state).ok_or_else(|| bad("state"))?,
+            proof,
+            error,
+            submitted_unix: sub as u64,
+            finished_unix: fin.map(|t| t as u64),
+        });
+    }
+    Ok(out)
+}
+
+/// Moves an unreadable journal (and its payloads) out of the way.
+fn set_aside(dir: &Path, path: &Path) -> std::io::Result<PathBuf> {
+    let stamp = format!(
+        "corrupt-{}",
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis())
+    );
+    let aside = dir.join(format!("{DB}.{stamp}"));
+    for suffix in ["", "-wal", "-shm"] {
+        let from = PathBuf::from(format!("{}{suffix}", path.display()));
+        if from.exists() {
+            fs::rename(&from, format!("{}{suffix}", aside.display()))?;
+        }
+    }
+    let payloads = dir.join("payloads");
+    if payloads.exists() {
+        fs::rename(&payloads, dir.join(format!("payloads.{stamp}")))?;
+    }
+    fs::create_dir_all(&payloads)?;
+    Ok(aside)
+}
+
+/// Writes `bytes` to `path` so that after a crash the file is either
+/// absent or complete.
+fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut f = File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    fs::rename(&tmp, path)?;
+    if let Some(parent) = path.parent() {
+        File::open(parent)?.sync_all()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(seq: u64, id: &str) -> Entry {
+        Entry {
+            seq,
+            job_id: id.into(),
+            kind: ProofKind::WindowPost,
+            registered_proof: 10,
+            priority: Priority::High,
+            digest: [seq as u8; 32],
+            state: EntryState::Queued,
+            proof: Vec::new(),
+            error: String::new(),
+            submitted_unix: unix_now(),
+            finished_unix: None,
+        }
+    }
+
+    fn raw(id: &str) -> RawRequest {
+        RawRequest {
+            request_id: id.into(),
+            proof_kind: 3,
+            vanilla_proofs: vec![vec![7; 1000]],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn jobs_survive_reopening_and_finished_ones_keep_their_proof() {
+        let dir = tempfile::tempdir().unwrap();
+        let day = Duration::from_secs(86400);
+        {
+            let o = Journal::open(dir.path(), day).unwrap();
+            assert!(o.entries.is_empty() && o.set_aside.is_none());
+            for (seq, id) in [(1, "a"), (2, "b"), (3, "a")] {
+                o.journal.submitted(&entry(seq, id), &raw(id)).unwrap();
+            }
+            o.journal
+                .finished(2, JobStatus::Completed, b"proof", "")
+                .unwrap();
+            // A second end is a no-op.
+            o.journal.finished(2, JobStatus::Failed, b"", "x").unwrap();
+            assert!(matches!(
+                Journal::open(dir.path(), day),
+                Err(JournalError::Locked(_))
+            ));
+        }
+        let o = Journal::open(dir.path(), day).unwrap();
+        // "a" at seq 1 was superseded by seq 3.
+        let seqs: Vec<u64> = o.entries.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [2, 3]);
+        assert_eq!(o.entries[0].state, EntryState::Ended(JobStatus::Completed));
+        assert_eq!(o.entries[0].proof, b"proof");
+        assert_eq!(o.entries[1].state, EntryState::Queued);
+        assert_eq!(o.journal.load_request(3).unwrap(), raw("a"));
+        // The finished job's and the superseded job's payloads are gone.
+        assert!(o.journal.load_request(2).is_err());
+        assert!(o.journal.load_request(1).is_err());
+    }
+
+    #[test]
+    fn retention_forgets_old_finished_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let o = Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
+            o.journal.submitted(&entry(1, "a"), &raw("a")).unwrap();
+            o.journal.finished(1, JobStatus::Failed, b"", "no").unwrap();
+            o.journal.submitted(&entry(2, "b"), &raw("b")).unwrap();
+        }
+        let o = Journal::open(dir.path(), Duration::ZERO).unwrap();
+        let seqs: Vec<u64> = o.entries.iter().map(|e| e.seq).collect();
+        // Unfinished jobs are never pruned; finished ones after retention.
+        assert_eq!(seqs, [2]);
+    }
+
+    #[test]
+    fn a_corrupt_journal_is_set_aside_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let o = Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
+            o.journal.submitted(&entry(1, "a"), &raw("a")).unwrap();
+        }
+        let db = dir.path().join(DB);
+        let _ = fs::remove_file(dir.path().join(format!("{DB}-wal")));
+        let _ = fs::remove_file(dir.path().join(format!("{DB}-shm")));
+        fs::write(&db, vec![0x5a; 8192]).unwrap();
+        let o = Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
+        let aside = o.set_aside.clone().expect("set aside");
+        assert!(aside.exists(), "{}", aside.display());
+        assert!(o.entries.is_empty());
+        o.journal.submitted(&entry(5, "b"), &raw("b")).unwrap();
+        drop(o);
+        let o = Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
+        assert!(o.set_aside.is_none());
+        assert_eq!(o.entries.len(), 1);
+    }
+
+    #[test]
+    fn a_truncated_journal_is_set_aside_too() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let o = Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
+            for seq in 1..50 {
+                o.journal
+                    .submitted(&entry(seq, &format!("j{seq}")), &raw("x"))
+                    .unwrap();
+                let error = "e".repeat(2000);
+                o.journal
+                    .finished(seq, JobStatus::Failed, b"", &error)
+                    .unwrap();
+            }
+            // Fold the WAL into the database file.
+            o.journal
+                .conn()
+                .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+                .unwrap();
+        }
+        let db = dir.path().join(DB);
+        let bytes = fs::read(&db).unwrap();
+        fs::write(&db, &bytes[..bytes.len() / 3]).unwrap();
+        let _ = fs::remove_file(dir.path().join(format!("{DB}-wal")));
+        let o = Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
+        assert!(o.set_aside.is_some(), "a truncated journal must be noticed");
+        assert!(o.entries.is_empty());
+    }
+}

@@ -1,0 +1,348 @@
+//! The job journal with the real `cuzk-daemon` binary: jobs accepted before
+//! a `kill -9` are all answered after a restart, with proofs that verify,
+//! and completed ones are never proved twice; a corrupt journal is set
+//! aside and the daemon starts and serves.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cuzk_core::{ProofKind, RawRequest};
+use cuzk_fixtures::Fixtures;
+use cuzk_proto::v1::{
+    await_proof_response::Status, AwaitProofRequest, AwaitProofResponse, GetMetricsRequest,
+    GetStatusRequest, GetStatusResponse, ProveRequest,
+};
+use cuzk_server::convert::submit_request;
+
+use cuzk_server::Client;
+
+struct Setup {
+    fixtures: Fixtures,
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    async fn new() -> Setup {
+        let d = cuzk_fixtures::default_dir();
+        let fixtures = tokio::task::spawn_blocking(move || cuzk_fixtures::ensure(&d, &mut |_| {}))
+            .await
+            .unwrap()
+            .expect("fixtures");
+        Setup {
+            fixtures,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    fn sock(&self) -> PathBuf {
+        self.dir.path().join("cuzk.sock")
+    }
+
+    /// Starts the daemon on this setup's socket and state dir; its log
+    /// goes to `log-<n>.txt`.
+    async fn start(&self, n: u32) -> (Child, Client) {
+        let config = self.dir.path().join("cuzk.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[daemon]\nlisten = \"unix://{}\"\nstate_dir = \"{}\"\nshutdown_grace = \"5s\"\n\
+                 [params]\ncache_dir = \"{}\"\n",
+                self.sock().display(),
+                self.state().display(),
+                self.fixtures.params_dir().display()
+            ),
+        )
+        .unwrap();
+        let _ = std::fs::remove_file(self.sock());
+        let log = std::fs::File::create(self.log(n)).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
+            .arg("--config")
+            .arg(&config)
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start cuzk-daemon");
+        let start = Instant::now();
+        while !self.sock().exists() {
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "daemon did not listen; log:\n{}",
+                self.log_text(n)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let addr = format!("unix://{}", self.sock().display());
+        let c = cuzk_server::connect(&addr).await.expect("connect");
+        (child, c)
+    }
+
+    fn log(&self, n: u32) -> PathBuf {
+        self.dir.path().join(format!("log-{n}.txt"))
+    }
+
+    fn log_text(&self, n: u32) -> String {
+        std::fs::read_to_string(self.log(n)).unwrap_or_default()
+    }
+}
+
+fn kill9(child: &mut Child) {
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+}
+
+async fn status(c: &mut Client) -> GetStatusResponse {
+    c.get_status(GetStatusRequest {})
+        .await
+        .expect("GetStatus")
+        .into_inner()
+}
+
+async fn await_job(c: &mut Client, id: &str) -> AwaitProofResponse {
+    c.await_proof(AwaitProofRequest {
+        job_id: id.to_string(),
+        timeout_ms: 0,
+    })
+    .await
+    .unwrap_or_else(|e| panic!("AwaitProof {id}: {e}"))
+    .into_inner()
+}
+
+async fn metrics(c: &mut Client) -> String {
+    c.get_metrics(GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text
+}
+
+fn with_id(mut r: RawRequest, id: &str) -> RawRequest {
+    r.request_id = id.to_string();
+    r
+}
+
+/// The five jobs of the test: (id, request).
+fn jobs(f: &Fixtures) -> Vec<(&'static str, RawRequest)> {
+    vec![
+        ("porep-1000-1", f.request(ProofKind::PoRep).unwrap()),
+        ("snap-1000-2", f.request(ProofKind::SnapDeals).unwrap()),
+        ("wdpost-1000-p0", f.deadline_request(0, 0).unwrap()),
+        ("wdpost-1000-p1", f.deadline_request(0, 1).unwrap()),
+        ("winpost-1000", f.request(ProofKind::WinningPost).unwrap()),
+    ]
+    .into_iter()
+    .map(|(id, r)| (id, with_id(r, id)))
+    .collect()
+}
+
+/// Checks a job's proof with filecoin-proofs' verifiers, independently of
+/// the daemon.
+fn verify(f: &Fixtures, id: &str, proofs: &HashMap<String, Vec<u8>>) -> bool {
+    let p = &proofs[id];
+    match id {
+        "porep-1000-1" => f.verify(ProofKind::PoRep, p).unwrap(),
+        "snap-1000-2" => f.verify(ProofKind::SnapDeals, p).unwrap(),
+        "winpost-1000" => f.verify(ProofKind::WinningPost, p).unwrap(),
+        _ => f
+            .verify_deadline(
+                0,
+                &[
+                    proofs["wdpost-1000-p0"].clone(),
+                    proofs["wdpost-1000-p1"].clone(),
+                ],
+            )
+            .unwrap(),
+    }
+}
+
+fn counter(text: &str, prefix: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .map_or(0, |v| v.trim().parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kill_9_loses_no_job_and_proves_no_completed_job_twice() {
+    let s = Setup::new().await;
+    let (mut child, mut c) = s.start(1).await;
+    let all = jobs(&s.fixtures);
+    let submit = async |c: &mut Client, id: &str| {
+        let r = &all.iter().find(|(i, _)| *i == id).unwrap().1;
+        let job = c
+            .submit_proof(submit_request(r.clone()))
+            .await
+            .unwrap_or_else(|e| panic!("submit {id}: {e}"))
+            .into_inner()
+            .job_id;
+        assert_eq!(job, id);
+    };
+    // WinningPoSt and the WindowPoSt partitions are proved first; then
+    // the PoRep and the SnapDeals are submitted, and the daemon is killed
+    // while the PoRep is being proved.
+    let mut before = HashMap::new();
+    for id in ["winpost-1000", "wdpost-1000-p0", "wdpost-1000-p1"] {
+        submit(&mut c, id).await;
+    }
+    for id in ["winpost-1000", "wdpost-1000-p0", "wdpost-1000-p1"] {
+        let r = await_job(&mut c, id).await;
+        assert_eq!(
+            r.status,
+            Status::Completed as i32,
+            "{id}: {}",
+            r.error_message
+        );
+        before.insert(id.to_string(), r.proof);
+    }
+    for id in ["porep-1000-1", "snap-1000-2"] {
+        submit(&mut c, id).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let st = status(&mut c).await;
+        let running = st
+            .queues
+            .iter()
+            .any(|q| q.proof_kind == "porep" && q.in_progress > 0);
+        if running {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the PoRep never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        status(&mut c).await.total_proofs_completed == 3,
+        "PoRep and SnapDeals still unfinished at the kill"
+    );
+    kill9(&mut child);
+
+    let (mut child, mut c) = s.start(2).await;
+    let mut proofs = HashMap::new();
+    for (id, _) in &all {
+        let r = await_job(&mut c, id).await;
+        assert_eq!(
+            r.status,
+            Status::Completed as i32,
+            "{id} after the restart: {}",
+            r.error_message
+        );
+        proofs.insert(id.to_string(), r.proof);
+    }
+    for (id, _) in &all {
+        assert!(verify(&s.fixtures, id, &proofs), "{id}'s proof verifies");
+    }
+    for (id, p) in &before {
+        assert_eq!(
+            &proofs[id], p,
+            "{id}: the proof from before the kill, not a new one"
+        );
+    }
+    // Only the two unfinished jobs were proved by the new process.
+    assert_eq!(status(&mut c).await.total_proofs_completed, 2);
+    let m = metrics(&mut c).await;
+    assert_eq!(
+        counter(
+            &m,
+            "cuzk_jobs_recovered_total{as=\"requeued\",kind=\"porep\"}"
+        ),
+        1,
+        "{m}"
+    );
+    assert_eq!(
+        counter(
+            &m,
+            "cuzk_jobs_recovered_total{as=\"finished\",kind=\"winning-post\"}"
+        ),
+        1,
+        "{m}"
+    );
+    // A resubmit of a finished id (as Curio does, through Prove) returns
+    // the same bytes without proving again.
+    let winning = &all.iter().find(|(id, _)| *id == "winpost-1000").unwrap().1;
+    let r = c
+        .prove(ProveRequest {
+            submit: Some(submit_request(winning.clone())),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(r.status, Status::Completed as i32);
+    assert_eq!(r.proof, before["winpost-1000"]);
+    assert_eq!(status(&mut c).await.total_proofs_completed, 2);
+    kill9(&mut child);
+    assert!(
+        s.log_text(2).contains("jobs recovered from the journal"),
+        "{}",
+        s.log_text(2)
+    );
+}
+
+fn corrupt(path: &Path) {
+    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    std::fs::write(path, vec![0xa5u8; len.max(8192) as usize]).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_corrupt_journal_is_set_aside_and_the_daemon_serves() {
+    let s = Setup::new().await;
+    let (mut child, mut c) = s.start(1).await;
+    let r = with_id(
+        s.fixtures.request(ProofKind::WindowPost).unwrap(),
+        "wdpost-a",
+    );
+    c.submit_proof(submit_request(r.clone())).await.unwrap();
+    assert_eq!(
+        await_job(&mut c, "wdpost-a").await.status,
+        Status::Completed as i32
+    );
+    kill9(&mut child);
+    let db = s.state().join("journal.sqlite");
+    assert!(db.exists(), "the journal is where daemon.state_dir says");
+    corrupt(&db);
+    let wal = s.state().join("journal.sqlite-wal");
+    if wal.exists() {
+        corrupt(&wal);
+    }
+
+    let (mut child, mut c) = s.start(2).await;
+    status(&mut c).await;
+    let log = s.log_text(2);
+    assert!(
+        log.contains("set aside"),
+        "the corruption is reported:\n{log}"
+    );
+    let aside: Vec<_> = std::fs::read_dir(s.state())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("journal.sqlite.corrupt-"))
+        .collect();
+    assert!(!aside.is_empty(), "the old journal is kept aside");
+    // It serves: a new job is proved and journaled in the new journal.
+    let job = with_id(
+        s.fixtures.request(ProofKind::WindowPost).unwrap(),
+        "wdpost-b",
+    );
+    c.submit_proof(submit_request(job)).await.unwrap();
+    let r = await_job(&mut c, "wdpost-b").await;
+    assert_eq!(r.status, Status::Completed as i32, "{}", r.error_message);
+    assert!(s.fixtures.verify(ProofKind::WindowPost, &r.proof).unwrap());
+    kill9(&mut child);
+    // And the replacement journal is a good one: the next start finds the job.
+    let (mut child, mut c) = s.start(3).await;
+    assert_eq!(
+        await_job(&mut c, "wdpost-b").await.proof,
+        r.proof,
+        "journaled in the new journal"
+    );
+    assert!(!s.log_text(3).contains("set aside"));
+    kill9(&mut child);
+}
