@@ -63,7 +63,10 @@ fn circuit_of(f: &Fixtures, kind: ProofKind) -> Result<FilecoinCircuit> {
 }
 
 /// The fixture's partition source of `kind`, built without parameters.
-fn source(f: &Fixtures, kind: ProofKind) -> Result<Box<dyn cuzk_circuits::PartitionSource>> {
+pub(crate) fn source(
+    f: &Fixtures,
+    kind: ProofKind,
+) -> Result<Box<dyn cuzk_circuits::PartitionSource>> {
     let req = f
         .request(kind)?
         .validate_without_params(u64::MAX)

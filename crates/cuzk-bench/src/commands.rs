@@ -38,6 +38,23 @@ pub fn gen_fixtures(sel: &Selection, inputs_only: bool) -> Result<Fixtures> {
     Ok(f)
 }
 
+/// The configuration of a throwaway in-process daemon on `fixtures`: the
+/// embedded defaults, an ephemeral loopback port, no journal, the fixtures'
+/// parameters, and (from 512 MiB up, where one SRS can exceed this
+/// machine's memory budget) warm and paged SRS files in `<params>/../warm`.
+pub fn local_daemon_config(fixtures: &Fixtures) -> Result<cuzk_core::Config> {
+    let mut config = cuzk_core::Config::default();
+    config.daemon.listen = "127.0.0.1:0".into();
+    config.daemon.journal = false;
+    let params = fixtures.params_dir();
+    if fixtures.sector_size()?.bytes() >= 512 << 20 {
+        let base = params.parent().unwrap_or(&params).to_path_buf();
+        config.srs.warm_dir = Some(base.join("warm"));
+    }
+    config.params.cache_dir = Some(params);
+    Ok(config)
+}
+
 /// Loads fixtures for a client command, pointing this process' parameter
 /// cache at them so proofs can be verified here too.
 pub fn client_fixtures(sel: &Selection) -> Result<Fixtures> {

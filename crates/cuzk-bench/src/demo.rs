@@ -4,11 +4,11 @@
 //! through gRPC, each verified again on the client side.
 
 use anyhow::Result;
-use cuzk_core::{Config, ProofKind};
+use cuzk_core::ProofKind;
 use cuzk_server::Daemon;
 use indicatif::MultiProgress;
 
-use crate::commands::{gen_fixtures, prove_one, result_line};
+use crate::commands::{gen_fixtures, local_daemon_config, prove_one, result_line};
 use crate::progress::spinner;
 use crate::select::Selection;
 
@@ -17,11 +17,7 @@ pub async fn run(sel: &Selection) -> Result<bool> {
     let sel_owned = sel.clone();
     let fixtures = tokio::task::spawn_blocking(move || gen_fixtures(&sel_owned, false)).await??;
 
-    let mut config = Config::default();
-    config.daemon.listen = "127.0.0.1:0".into();
-    // A throwaway in-process daemon: no journal of its own.
-    config.daemon.journal = false;
-    config.params.cache_dir = Some(fixtures.params_dir());
+    let config = local_daemon_config(&fixtures)?;
     let daemon = Daemon::start(config).await?;
     let addr = daemon.client_address();
     eprintln!(

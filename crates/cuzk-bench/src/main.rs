@@ -16,6 +16,7 @@ mod remote;
 mod select;
 mod srs_cmd;
 mod stress;
+mod synth_bench;
 
 use std::path::PathBuf;
 
@@ -175,6 +176,25 @@ enum Command {
     Metrics {
         #[command(flatten)]
         target: Target,
+    },
+    /// Today's synthesis and the compiled-constraint-system path side by
+    /// side on one partition (each in its own process): wall ms, CPU
+    /// core-seconds, peak RSS, the one-time matrix build, and whether both
+    /// give the same witness. Ends with `synth-bench kind=K sector_size=S
+    /// core_s_per_partition=X baseline_core_s_per_partition=Y
+    /// ratio_vs_baseline=Y/X wall_s=W peak_rss_gib=R ...`; exits non-zero
+    /// when the witnesses differ.
+    SynthBench {
+        #[arg(long, value_parser = parse_kind)]
+        kind: ProofKind,
+        /// The partition benchmarked.
+        #[arg(long, default_value_t = 0)]
+        partition: usize,
+        /// Internal: run one path (record, baseline, compiled) and print JSON.
+        #[arg(long, hide = true)]
+        child: Option<String>,
+        #[command(flatten)]
+        fixtures: FixtureArgs,
     },
     /// Synthesize every partition of the fixtures' proof of a kind and check
     /// every constraint (no parameters needed); one child process per
@@ -480,6 +500,24 @@ fn main() -> Result<()> {
             warm_dir,
             fixtures,
         } => srs_cmd::run(kind, &fixtures.selection(), checked, &warm_dir),
+        Command::SynthBench {
+            kind,
+            partition,
+            child,
+            fixtures,
+        } => {
+            let sel = fixtures.selection();
+            match child {
+                Some(path) => synth_bench::run_child(&path, kind, &sel, partition),
+                None => {
+                    if !synth_bench::run(kind, &sel, partition)? {
+                        eprintln!("synth-bench: the two paths gave different witnesses");
+                        std::process::exit(1);
+                    }
+                    Ok(())
+                }
+            }
+        }
         Command::CheckCircuits {
             kind,
             jobs,

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
-use cuzk_core::{Config, ProofKind, RawRequest};
+use cuzk_core::{ProofKind, RawRequest};
 use cuzk_fixtures::Fixtures;
 use cuzk_proto::v1::{
     await_proof_response::Status as AwaitStatus, AwaitProofRequest, GetMetricsRequest,
@@ -175,11 +175,7 @@ pub async fn run(opts: Options) -> Result<bool> {
     let addr = match &opts.addr {
         Some(a) => a.clone(),
         None => {
-            let mut config = Config::default();
-            config.daemon.listen = "127.0.0.1:0".into();
-            // A throwaway in-process daemon: no journal of its own.
-            config.daemon.journal = false;
-            config.params.cache_dir = Some(fixtures.params_dir());
+            let mut config = crate::commands::local_daemon_config(&fixtures)?;
             config.gpus.backend = opts.backend;
             config.gpus.vram_limit = opts.vram_limit;
             if let Some(w) = opts.gpu_workers {

@@ -19,6 +19,7 @@ use bellperson::groth16::{Parameters, Proof as BellpersonProof};
 use blstrs::{Bls12, Scalar};
 use cuzk_prover::check::{check_satisfied, CircuitCheck};
 use cuzk_prover::{SynthError, Synthesized, WitnessSize};
+use cuzk_r1cs::{CompiledCs, CompiledSynthError};
 
 pub use porep::porep_source;
 pub use post::{window_post_source, winning_post_source};
@@ -35,6 +36,13 @@ pub enum CircuitError {
     NoPartition { k: usize, count: usize },
     #[error("partition {k}: {source}")]
     Synth { k: usize, source: SynthError },
+    #[error("partition {k}: {source}")]
+    Compiled {
+        k: usize,
+        source: CompiledSynthError,
+    },
+    #[error("recording the constraint system: {0}")]
+    Record(String),
     #[error("bellperson: {0}")]
     Bellperson(String),
 }
@@ -49,6 +57,19 @@ impl CircuitError {
 pub trait PartitionSource: Send + Sync {
     /// Number of partitions (Groth16 proofs) the proof is made of.
     fn partitions(&self) -> usize;
+
+    /// The circuit shape (kind and registered proof) of every partition:
+    /// partitions of one shape share one constraint system.
+    fn shape(&self) -> &str;
+
+    /// Records partition `k`'s constraint system (its matrices; no
+    /// witness), named by [`PartitionSource::shape`].
+    fn record(&self, k: usize) -> Result<CompiledCs, CircuitError>;
+
+    /// Synthesizes partition `k` through the compiled system `cs` of this
+    /// shape: the same witness as [`PartitionSource::synthesize`], without
+    /// building linear combinations.
+    fn synthesize_compiled(&self, k: usize, cs: &CompiledCs) -> Result<Synthesized, CircuitError>;
 
     /// Synthesizes partition `k` (and checks it is satisfied).
     fn synthesize(&self, k: usize) -> Result<Synthesized, CircuitError> {
@@ -82,6 +103,7 @@ pub trait PartitionSource: Send + Sync {
 pub(crate) trait Circuits: Send + Sync {
     type Circuit: bellperson::Circuit<Scalar> + Send;
     fn count(&self) -> usize;
+    fn shape(&self) -> &str;
     /// The circuit of partition `k < count()`.
     fn circuit(&self, k: usize) -> Result<Self::Circuit, CircuitError>;
 }
@@ -89,6 +111,21 @@ pub(crate) trait Circuits: Send + Sync {
 impl<T: Circuits> PartitionSource for T {
     fn partitions(&self) -> usize {
         self.count()
+    }
+
+    fn shape(&self) -> &str {
+        Circuits::shape(self)
+    }
+
+    fn record(&self, k: usize) -> Result<CompiledCs, CircuitError> {
+        let circuit = self.partition_circuit(k)?;
+        cuzk_r1cs::record(Circuits::shape(self), circuit)
+            .map_err(|e| CircuitError::Record(e.to_string()))
+    }
+
+    fn synthesize_compiled(&self, k: usize, cs: &CompiledCs) -> Result<Synthesized, CircuitError> {
+        cuzk_r1cs::synthesize_compiled(self.partition_circuit(k)?, cs)
+            .map_err(|source| CircuitError::Compiled { k, source })
     }
 
     fn synthesize_sized(
@@ -125,3 +162,16 @@ impl<T: Circuits> PartitionSource for T {
             .map_err(|e| CircuitError::Bellperson(e.to_string()))
     }
 }
+
+/// Partition `k`'s circuit, `k` checked.
+trait PartitionCircuit: Circuits {
+    fn partition_circuit(&self, k: usize) -> Result<Self::Circuit, CircuitError> {
+        let count = self.count();
+        if k >= count {
+            return Err(CircuitError::NoPartition { k, count });
+        }
+        self.circuit(k)
+    }
+}
+
+impl<T: Circuits> PartitionCircuit for T {}

@@ -18,6 +18,7 @@ struct PorepSource<Tree: 'static + MerkleTreeTrait> {
     >,
     vanilla: Vec<Vec<VanillaSealProof<Tree>>>,
     params: stacked::PublicParams<Tree>,
+    shape: String,
 }
 
 /// The partitions of a PoRep C2 proof, from its C1 output (as
@@ -75,6 +76,7 @@ fn build<Tree: 'static + MerkleTreeTrait>(
         public_inputs,
         vanilla,
         params,
+        shape: format!("porep-{:?}", c1.registered_proof),
     }))
 }
 
@@ -83,6 +85,10 @@ impl<Tree: 'static + MerkleTreeTrait> Circuits for PorepSource<Tree> {
 
     fn count(&self) -> usize {
         self.vanilla.len()
+    }
+
+    fn shape(&self) -> &str {
+        &self.shape
     }
 
     fn circuit(&self, k: usize) -> Result<Self::Circuit, CircuitError> {

@@ -22,6 +22,7 @@ struct PostSource<Tree: 'static + MerkleTreeTrait> {
     params: fallback::PublicParams,
     /// One vanilla proof per partition.
     partitions: Vec<fallback::Proof<<Tree as MerkleTreeTrait>::Proof>>,
+    shape: String,
 }
 
 /// A WinningPoSt proof's partitions (always one), as
@@ -131,6 +132,7 @@ fn build<Tree: 'static + MerkleTreeTrait>(
         public_inputs,
         params,
         partitions,
+        shape: format!("post-{post_type:?}"),
     }))
 }
 
@@ -139,6 +141,10 @@ impl<Tree: 'static + MerkleTreeTrait> Circuits for PostSource<Tree> {
 
     fn count(&self) -> usize {
         self.partitions.len()
+    }
+
+    fn shape(&self) -> &str {
+        &self.shape
     }
 
     fn circuit(&self, k: usize) -> Result<Self::Circuit, CircuitError> {

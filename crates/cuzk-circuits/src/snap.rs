@@ -17,6 +17,7 @@ struct SnapSource<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
     public_inputs: PublicInputs,
     params: PublicParams,
     vanilla: Vec<PartitionProof<Tree>>,
+    shape: String,
 }
 
 /// A SnapDeals proof's partitions, as
@@ -90,6 +91,7 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         public_inputs,
         params,
         vanilla,
+        shape: format!("snap-{update_type:?}"),
     }))
 }
 
@@ -98,6 +100,10 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Circuits for SnapSou
 
     fn count(&self) -> usize {
         self.vanilla.len()
+    }
+
+    fn shape(&self) -> &str {
+        &self.shape
     }
 
     fn circuit(&self, k: usize) -> Result<Self::Circuit, CircuitError> {

@@ -29,6 +29,36 @@ impl Density {
         d
     }
 
+    /// A bitmap of `len` bits, all clear.
+    pub fn zeroed(len: usize) -> Density {
+        Density {
+            words: vec![0; len.div_ceil(64)],
+            len,
+            count: 0,
+        }
+    }
+
+    /// The bitmap of `len` bits held in `words` (as [`Density::words`]
+    /// gives them); `None` when the word count does not fit `len` or a bit
+    /// past `len` is set.
+    pub fn from_words(words: Vec<u64>, len: usize) -> Option<Density> {
+        if words.len() != len.div_ceil(64) {
+            return None;
+        }
+        let mut d = Density {
+            words,
+            len,
+            count: 0,
+        };
+        let before: u64 = d.words.iter().map(|w| u64::from(w.count_ones())).sum();
+        d.clear_tail();
+        let count: u64 = d.words.iter().map(|w| u64::from(w.count_ones())).sum();
+        (count == before).then(|| {
+            d.count = count as usize;
+            d
+        })
+    }
+
     fn clear_tail(&mut self) {
         let rem = self.len % 64;
         if rem != 0 {

@@ -66,7 +66,22 @@ impl PartitionWitness {
         (0..self.a.len())
             .into_par_iter()
             .with_min_len(1 << 12)
-            .find_first(|&i| self.a[i] * self.b[i] != self.c[i])
+            .find_first(|&i| !holds(&self.a[i], &self.b[i], &self.c[i]))
+    }
+}
+
+/// `a · b = c`, without a multiplication when `a` or `b` is 0 or 1 (as
+/// most are: bits).
+#[inline]
+fn holds(a: &Scalar, b: &Scalar, c: &Scalar) -> bool {
+    if bool::from(a.is_zero()) || bool::from(b.is_zero()) {
+        bool::from(c.is_zero())
+    } else if *a == Scalar::ONE {
+        b == c
+    } else if *b == Scalar::ONE {
+        a == c
+    } else {
+        *a * b == *c
     }
 }
 

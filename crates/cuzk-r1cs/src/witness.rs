@@ -1,0 +1,147 @@
+//! A partition witness from a compiled constraint system.
+//!
+//! [`AssignmentCs`] runs a circuit keeping only its assignment: it never
+//! calls a linear-combination closure and does no work per constraint.
+//! [`synthesize_compiled`] then computes a, b and c from the compiled
+//! matrices and takes the densities from them, giving exactly the
+//! [`PartitionWitness`] that `cuzk_prover::synthesize` gives (same vectors,
+//! same densities), checked to satisfy every constraint.
+
+use std::time::Instant;
+
+use bellpepper_core::{
+    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
+};
+use blstrs::Scalar;
+use cuzk_prover::{PartitionWitness, Synthesized};
+use ff::Field;
+
+use crate::compiled::{CompiledCs, CompiledError};
+
+/// Why the compiled path gave no witness.
+#[derive(Debug, thiserror::Error)]
+pub enum CompiledSynthError {
+    #[error("circuit synthesis failed: {0}")]
+    Synthesis(#[from] SynthesisError),
+    #[error(transparent)]
+    Compiled(#[from] CompiledError),
+    #[error(
+        "the circuit is not satisfied: constraint {index} of {total} has A·B ≠ C \
+         (wrong or inconsistent vanilla proof or public inputs?)"
+    )]
+    Unsatisfied { index: usize, total: usize },
+}
+
+/// A constraint system that keeps the assignment and nothing else.
+#[derive(Debug, Default)]
+pub struct AssignmentCs {
+    pub input: Vec<Scalar>,
+    pub aux: Vec<Scalar>,
+}
+
+impl AssignmentCs {
+    /// An empty system with room for `inputs` inputs and `aux` aux values.
+    pub fn with_capacity(inputs: usize, aux: usize) -> AssignmentCs {
+        AssignmentCs {
+            input: Vec::with_capacity(inputs),
+            aux: Vec::with_capacity(aux),
+        }
+    }
+}
+
+impl ConstraintSystem<Scalar> for AssignmentCs {
+    type Root = Self;
+
+    fn new() -> Self {
+        AssignmentCs::default()
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux.push(f()?);
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.input.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(self.input.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    fn extend(&mut self, other: &Self) {
+        // A sub-circuit's first input is its own ONE.
+        self.input
+            .extend_from_slice(other.input.get(1..).unwrap_or(&[]));
+        self.aux.extend_from_slice(&other.aux);
+    }
+}
+
+/// Synthesizes `circuit` through the compiled system `cs`: the assignment
+/// by running the circuit into an [`AssignmentCs`], then a, b, c from the
+/// matrices; an assignment of another shape or one that does not satisfy
+/// every constraint is an error, never a witness.
+pub fn synthesize_compiled<C: Circuit<Scalar>>(
+    circuit: C,
+    cs: &CompiledCs,
+) -> Result<Synthesized, CompiledSynthError> {
+    let start = Instant::now();
+    let mut asg = AssignmentCs::with_capacity(cs.inputs as usize, cs.aux as usize);
+    asg.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+    circuit.synthesize(&mut asg)?;
+    let abc = cs.evaluate(&asg.input, &asg.aux)?;
+    let witness = PartitionWitness {
+        a: abc.a,
+        b: abc.b,
+        c: abc.c,
+        input: asg.input,
+        aux: asg.aux,
+        a_aux_density: cs.a_aux_density.clone(),
+        b_input_density: cs.b_input_density.clone(),
+        b_aux_density: cs.b_aux_density.clone(),
+    };
+    if let Some(index) = witness.first_unsatisfied() {
+        return Err(CompiledSynthError::Unsatisfied {
+            index,
+            total: witness.num_constraints(),
+        });
+    }
+    Ok(Synthesized {
+        witness,
+        elapsed: start.elapsed(),
+    })
+}
