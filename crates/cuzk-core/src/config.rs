@@ -184,6 +184,20 @@ pub struct EngineConfig {
     /// A job not done this long after its submission fails ("0s": no limit).
     #[serde(with = "humantime_serde")]
     pub job_deadline: Duration,
+    /// How partitions are synthesized: `"compiled"` (each shape's
+    /// constraint matrices recorded once, kept in `<params cache>/r1cs` and
+    /// resident; per partition only the assignment is computed and a, b, c
+    /// come from the matrices) or `"circuit"` (linear combinations built
+    /// per constraint, the reference path).
+    pub synthesis: SynthesisPath,
+}
+
+/// `engine.synthesis`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SynthesisPath {
+    Compiled,
+    Circuit,
 }
 
 impl Default for EngineConfig {
@@ -195,6 +209,7 @@ impl Default for EngineConfig {
             max_vanilla_bytes: ByteSize::mib(256),
             job_retention: Duration::from_secs(3600),
             job_deadline: Duration::ZERO,
+            synthesis: SynthesisPath::Compiled,
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod kinds;
 pub mod metrics;
 pub mod params;
 pub mod prover;
+pub mod r1cs_manager;
 pub mod request;
 pub mod srs_manager;
 pub mod verify;

@@ -181,6 +181,9 @@ impl CompiledCs {
             Vec::with_capacity(n),
             Vec::with_capacity(n),
         );
+        for v in [&mut a, &mut b, &mut c] {
+            crate::advise_huge_pages(v);
+        }
         self.evaluate_into(
             input,
             aux,

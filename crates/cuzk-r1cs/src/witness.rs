@@ -42,9 +42,11 @@ pub struct AssignmentCs {
 impl AssignmentCs {
     /// An empty system with room for `inputs` inputs and `aux` aux values.
     pub fn with_capacity(inputs: usize, aux: usize) -> AssignmentCs {
+        let mut aux = Vec::with_capacity(aux);
+        crate::advise_huge_pages(&mut aux);
         AssignmentCs {
             input: Vec::with_capacity(inputs),
-            aux: Vec::with_capacity(aux),
+            aux,
         }
     }
 }
@@ -123,7 +125,9 @@ pub fn synthesize_compiled<C: Circuit<Scalar>>(
     let mut asg = AssignmentCs::with_capacity(cs.inputs as usize, cs.aux as usize);
     asg.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut asg)?;
+    let assigned = start.elapsed();
     let abc = cs.evaluate(&asg.input, &asg.aux)?;
+    let evaluated = start.elapsed();
     let witness = PartitionWitness {
         a: abc.a,
         b: abc.b,
@@ -140,6 +144,13 @@ pub fn synthesize_compiled<C: Circuit<Scalar>>(
             total: witness.num_constraints(),
         });
     }
+    tracing::debug!(
+        shape = %cs.key,
+        assignment_ms = assigned.as_millis() as u64,
+        abc_ms = (evaluated - assigned).as_millis() as u64,
+        check_ms = (start.elapsed() - evaluated).as_millis() as u64,
+        "compiled synthesis"
+    );
     Ok(Synthesized {
         witness,
         elapsed: start.elapsed(),

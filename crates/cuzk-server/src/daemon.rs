@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use cuzk_core::budget::MemoryBudget;
 use cuzk_core::journal::Journal;
+use cuzk_core::r1cs_manager::ConstraintSystems;
 use cuzk_core::srs_manager::ParamsLoader;
 use cuzk_core::{Config, Engine, EngineParts, FilecoinProofs, SrsManager};
 use cuzk_proto::ProvingEngineServer;
@@ -123,11 +124,16 @@ impl Daemon {
             budget.clone(),
             config.srs.eviction_min_idle,
         );
+        let r1cs = Arc::new(ConstraintSystems::new(
+            Some(config.params.resolved_cache_dir().join("r1cs")),
+            budget.clone(),
+        ));
         let parts = EngineParts {
             system: Arc::new(FilecoinProofs),
             backends: crate::backends::from_config(&config.gpus).map_err(DaemonError::Backend)?,
             srs,
             budget,
+            r1cs,
         };
         Self::start_with(config, parts).await
     }

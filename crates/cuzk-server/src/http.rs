@@ -28,6 +28,17 @@ pub struct StatusJson {
     pub workers: WorkersJson,
     pub budget: BudgetJson,
     pub srs: Vec<SrsJson>,
+    /// Resident compiled constraint systems.
+    pub constraint_systems: Vec<ConstraintSystemJson>,
+}
+
+/// A resident compiled constraint system.
+#[derive(Debug, Serialize)]
+pub struct ConstraintSystemJson {
+    pub shape: String,
+    pub bytes: u64,
+    pub constraints: u64,
+    pub uses: u64,
 }
 
 /// An accelerator, as its backend reports it.
@@ -179,6 +190,16 @@ impl From<&EngineStatus> for StatusJson {
                     in_use: e.in_use,
                     idle_seconds: e.idle_secs,
                     loads: e.loads,
+                })
+                .collect(),
+            constraint_systems: s
+                .constraint_systems
+                .iter()
+                .map(|e| ConstraintSystemJson {
+                    shape: e.shape.clone(),
+                    bytes: e.bytes,
+                    constraints: e.constraints,
+                    uses: e.uses,
                 })
                 .collect(),
         }

@@ -166,6 +166,16 @@ impl ProvingEngine for ProvingService {
             uptime_seconds: s.uptime.as_secs(),
             pinned_memory_bytes: 0,
             pinned_memory_limit_bytes: 0,
+            constraint_systems: s
+                .constraint_systems
+                .iter()
+                .map(|e| cuzk_proto::v1::ConstraintSystemStatus {
+                    shape: e.shape.clone(),
+                    size_bytes: e.bytes,
+                    constraints: e.constraints,
+                    uses: e.uses,
+                })
+                .collect(),
         }))
     }
 

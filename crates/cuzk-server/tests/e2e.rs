@@ -65,6 +65,24 @@ async fn all_four_kinds_prove_and_verify() {
     let s = get_status(&mut c).await;
     assert_eq!(s.total_proofs_completed, 4);
     assert_eq!(s.total_proofs_failed, 0);
+    // Proved through compiled constraint systems (the default path): one
+    // per shape, resident, with its bytes.
+    let mut shapes: Vec<_> = s
+        .constraint_systems
+        .iter()
+        .map(|c| c.shape.as_str())
+        .collect();
+    shapes.sort();
+    assert_eq!(shapes.len(), 4, "{:?}", s.constraint_systems);
+    for (prefix, shape) in ["porep-", "post-", "post-", "snap-"].iter().zip(&shapes) {
+        assert!(shape.starts_with(prefix), "{shapes:?}");
+    }
+    for cs in &s.constraint_systems {
+        assert!(
+            cs.size_bytes > 0 && cs.constraints > 0 && cs.uses >= 1,
+            "{cs:?}"
+        );
+    }
     d.stop().await;
 }
 

@@ -39,6 +39,7 @@ use crate::job::{Job, JobOutcome, JobPhase, JobStatus};
 use crate::journal::Journal;
 use crate::kinds::{Priority, ProofKind};
 use crate::metrics::Metrics;
+use crate::r1cs_manager::{ConstraintSystemEntry, ConstraintSystems};
 use crate::request::{ProofRequest, RequestError};
 use crate::srs_manager::{SrsEntry, SrsLease, SrsManager};
 
@@ -59,6 +60,8 @@ pub struct EngineParts {
     pub backends: Vec<Arc<dyn ProverBackend>>,
     pub srs: Arc<SrsManager>,
     pub budget: Arc<MemoryBudget>,
+    /// Resident compiled constraint systems (charged to `budget`).
+    pub r1cs: Arc<ConstraintSystems>,
 }
 
 /// Why a submit was refused.
@@ -223,6 +226,8 @@ pub struct EngineStatus {
     pub budget_limit: u64,
     pub budget_peak: u64,
     pub srs: Vec<SrsEntry>,
+    /// Resident compiled constraint systems.
+    pub constraint_systems: Vec<ConstraintSystemEntry>,
 }
 
 /// The proving engine. Cheap to clone; clones share one engine.
@@ -427,6 +432,7 @@ impl Engine {
             budget_limit: budget.limit(),
             budget_peak: budget.peak(),
             srs: self.inner.parts.srs.entries(),
+            constraint_systems: self.inner.parts.r1cs.entries(),
         }
     }
 

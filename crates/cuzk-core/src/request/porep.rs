@@ -96,11 +96,21 @@ pub fn check_c1(
         layers: setup.num_layers,
     };
     match &c1.vanilla_proofs {
-        VanillaSealProof::StackedDrg2KiBV1(p) => check_proofs::<SectorShape2KiB>(p, c1, &shape),
-        VanillaSealProof::StackedDrg8MiBV1(p) => check_proofs::<SectorShape8MiB>(p, c1, &shape),
-        VanillaSealProof::StackedDrg512MiBV1(p) => check_proofs::<SectorShape512MiB>(p, c1, &shape),
-        VanillaSealProof::StackedDrg32GiBV1(p) => check_proofs::<SectorShape32GiB>(p, c1, &shape),
-        VanillaSealProof::StackedDrg64GiBV1(p) => check_proofs::<SectorShape64GiB>(p, c1, &shape),
+        VanillaSealProof::StackedDrg2KiBV1(p) => {
+            check_proofs::<SectorShape2KiB>(p, c1, &shape, 2 << 10)
+        }
+        VanillaSealProof::StackedDrg8MiBV1(p) => {
+            check_proofs::<SectorShape8MiB>(p, c1, &shape, 8 << 20)
+        }
+        VanillaSealProof::StackedDrg512MiBV1(p) => {
+            check_proofs::<SectorShape512MiB>(p, c1, &shape, 512 << 20)
+        }
+        VanillaSealProof::StackedDrg32GiBV1(p) => {
+            check_proofs::<SectorShape32GiB>(p, c1, &shape, 32 << 30)
+        }
+        VanillaSealProof::StackedDrg64GiBV1(p) => {
+            check_proofs::<SectorShape64GiB>(p, c1, &shape, 64 << 30)
+        }
     }?;
     check_replica_id(c1, miner_id, sector_number, &config.porep_id)
 }
@@ -134,36 +144,22 @@ fn check_replica_id(
     Ok(())
 }
 
-/// Sector size of a shape, for matching the C1's variant to its proof type.
-fn shape_size<Tree: 'static + MerkleTreeTrait>() -> u64 {
-    use std::any::TypeId;
-    let t = TypeId::of::<Tree>();
-    [
-        (TypeId::of::<SectorShape2KiB>(), 2u64 << 10),
-        (TypeId::of::<SectorShape8MiB>(), 8 << 20),
-        (TypeId::of::<SectorShape512MiB>(), 512 << 20),
-        (TypeId::of::<SectorShape32GiB>(), 32 << 30),
-        (TypeId::of::<SectorShape64GiB>(), 64 << 30),
-    ]
-    .into_iter()
-    .find_map(|(id, size)| (id == t).then_some(size))
-    .unwrap_or(0)
-}
-
+/// Checks the proofs of a C1 whose variant is for `variant_size` byte
+/// sectors (the variant, not the tree type: 2 KiB and 512 MiB sectors
+/// share one tree shape).
 fn check_proofs<Tree: 'static + MerkleTreeTrait>(
     partitions: &[Vec<SealProof<Tree>>],
     c1: &SealCommitPhase1Output,
     shape: &Shape,
+    variant_size: u64,
 ) -> Result<(), RequestError> {
     let field = "vanilla_proof";
-    if shape_size::<Tree>() != shape.sector_size {
+    if variant_size != shape.sector_size {
         return Err(invalid(
             field,
             format!(
                 "the C1 output holds proofs for {} byte sectors; {:?} has {} byte sectors",
-                shape_size::<Tree>(),
-                c1.registered_proof,
-                shape.sector_size
+                variant_size, c1.registered_proof, shape.sector_size
             ),
         ));
     }

@@ -151,6 +151,20 @@ impl PartitionSource for FakeSource {
     fn partitions(&self) -> usize {
         self.partitions
     }
+    fn shape(&self) -> &str {
+        "fake"
+    }
+    // No matrices: the engine synthesizes these the old way.
+    fn record(&self, _: usize) -> Result<cuzk_r1cs::CompiledCs, CircuitError> {
+        Err(CircuitError::Record("not in tests".into()))
+    }
+    fn synthesize_compiled(
+        &self,
+        _: usize,
+        _: &cuzk_r1cs::CompiledCs,
+    ) -> Result<Synthesized, CircuitError> {
+        Err(CircuitError::Record("not in tests".into()))
+    }
     fn synthesize_sized(
         &self,
         k: usize,
@@ -336,7 +350,10 @@ pub fn engine_with(shared: &Shared, config: EngineConfig, budget: u64) -> Engine
             system: Arc::new(FakeSystem(shared.clone())),
             backends: vec![Arc::new(FakeBackend(shared.clone()))],
             srs,
-            budget,
+            budget: budget.clone(),
+            r1cs: Arc::new(cuzk_core::r1cs_manager::ConstraintSystems::new(
+                None, budget,
+            )),
         },
     )
 }

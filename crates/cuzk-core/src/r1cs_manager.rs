@@ -1,0 +1,161 @@
+//! Resident compiled constraint systems, one per circuit shape.
+//!
+//! The first partition of a shape (kind × registered proof) records its
+//! constraint matrices (or loads them from `<params cache>/r1cs`, where a
+//! recorded shape is kept); every later partition of that shape reuses the
+//! resident copy. Partitions of one shape arriving together wait for one
+//! recording. A resident system is charged to the memory budget; when the
+//! budget has no room for it, or anything about it fails, the partition is
+//! synthesized the old way (linear combinations built per constraint), so
+//! the compiled path can make a job faster but never fail it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use cuzk_circuits::PartitionSource;
+use cuzk_r1cs::CompiledCs;
+use tracing::{info, warn};
+
+use crate::budget::{MemoryBudget, Reservation};
+
+/// One resident system, for status reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConstraintSystemEntry {
+    /// Kind and registered proof, e.g. `porep-StackedDrg32GiBV1_1`.
+    pub shape: String,
+    /// Memory held (charged to the budget).
+    pub bytes: u64,
+    pub constraints: u64,
+    /// Partitions synthesized through it.
+    pub uses: u64,
+}
+
+struct Resident {
+    cs: Arc<CompiledCs>,
+    _charge: Reservation,
+    uses: u64,
+}
+
+/// A shape's slot: `None` until recorded; `Some(None)` when it could not
+/// be made resident (the old path is used for it from then on).
+type Slot = Arc<Mutex<Option<Option<Resident>>>>;
+
+/// The resident systems.
+pub struct ConstraintSystems {
+    dir: Option<PathBuf>,
+    budget: Arc<MemoryBudget>,
+    slots: Mutex<BTreeMap<String, Slot>>,
+}
+
+/// The file name's key: the shape and the cuzk version that recorded it
+/// (a new version records again, in case its circuits changed).
+fn file_key(shape: &str) -> String {
+    format!("{shape}-cuzk{}", env!("CARGO_PKG_VERSION"))
+}
+
+impl ConstraintSystems {
+    /// Systems kept in `dir` when given (else recorded in memory only),
+    /// charged to `budget`.
+    pub fn new(dir: Option<PathBuf>, budget: Arc<MemoryBudget>) -> ConstraintSystems {
+        ConstraintSystems {
+            dir,
+            budget,
+            slots: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn slot(&self, shape: &str) -> Slot {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots.entry(shape.to_string()).or_default().clone()
+    }
+
+    /// The resident system of `source`'s shape, recorded from partition
+    /// `k` (or loaded) the first time; `None` when it cannot be resident.
+    pub fn get(&self, source: &dyn PartitionSource, k: usize) -> Option<Arc<CompiledCs>> {
+        let slot = self.slot(source.shape());
+        let mut guard = slot.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            *guard = Some(self.make_resident(source, k));
+        }
+        let resident = guard.as_mut().and_then(Option::as_mut)?;
+        resident.uses += 1;
+        Some(resident.cs.clone())
+    }
+
+    fn make_resident(&self, source: &dyn PartitionSource, k: usize) -> Option<Resident> {
+        let shape = source.shape();
+        let key = file_key(shape);
+        let t = Instant::now();
+        let record = || {
+            source.record(k).map(|mut cs| {
+                cs.key = key.clone();
+                cs
+            })
+        };
+        let made = match &self.dir {
+            Some(dir) => cuzk_r1cs::load_or_record(dir, &key, record),
+            None => record().map(|cs| (cs, true)),
+        };
+        let (cs, recorded) = match made {
+            Ok(x) => x,
+            Err(e) => {
+                warn!(
+                    shape,
+                    "no compiled constraint system, synthesizing the old way: {e}"
+                );
+                return None;
+            }
+        };
+        let stats = cs.stats();
+        let charge = match self.budget.try_reserve(stats.bytes) {
+            Ok(Some(r)) => r,
+            _ => {
+                warn!(
+                    shape,
+                    bytes = stats.bytes,
+                    "no budget room for the constraint system, synthesizing the old way"
+                );
+                return None;
+            }
+        };
+        info!(
+            shape,
+            recorded,
+            ms = t.elapsed().as_millis() as u64,
+            bytes = stats.bytes,
+            constraints = stats.constraints,
+            segments = stats.segments,
+            instances = stats.instances,
+            "constraint system resident"
+        );
+        Some(Resident {
+            cs: Arc::new(cs),
+            _charge: charge,
+            uses: 0,
+        })
+    }
+
+    /// Every resident system.
+    pub fn entries(&self) -> Vec<ConstraintSystemEntry> {
+        let slots: Vec<(String, Slot)> = {
+            let s = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+            s.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        };
+        slots
+            .into_iter()
+            .filter_map(|(shape, slot)| {
+                // A slot being recorded is skipped rather than waited for.
+                let g = slot.try_lock().ok()?;
+                let r = g.as_ref()?.as_ref()?;
+                Some(ConstraintSystemEntry {
+                    shape,
+                    bytes: r.cs.bytes(),
+                    constraints: r.cs.num_constraints(),
+                    uses: r.uses,
+                })
+            })
+            .collect()
+    }
+}
