@@ -228,19 +228,8 @@ fn child(
     sel: &Selection,
     k: usize,
 ) -> Result<PartitionCheck> {
-    let out = Command::new(exe)
-        .args([
-            "check-circuits",
-            "--kind",
-            kind.as_str(),
-            "--sector-size",
-            sel.size.name(),
-        ])
-        .arg("--fixtures")
-        .arg(&sel.dir)
-        .arg("--params")
-        .arg(&sel.params)
-        .args(["--partition", &k.to_string(), "--child"])
+    let out = child_command(exe, "check-circuits", kind, sel, k)
+        .arg("--child")
         .output()
         .with_context(|| format!("running the check of partition {k}"))?;
     if !out.status.success() {
@@ -249,7 +238,43 @@ fn child(
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    let text = String::from_utf8(out.stdout)?;
-    let line = text.lines().last().context("the check printed nothing")?;
-    serde_json::from_str(line).with_context(|| format!("parsing the check of partition {k}"))
+    last_json_line(out.stdout, &format!("the check of partition {k}"))
+}
+
+/// `exe SUBCOMMAND --kind K` on the selected fixtures for partition `k`
+/// (a child process of `check-circuits` or `synth-bench`).
+pub(crate) fn child_command(
+    exe: &std::path::Path,
+    subcommand: &str,
+    kind: ProofKind,
+    sel: &Selection,
+    k: usize,
+) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        subcommand,
+        "--kind",
+        kind.as_str(),
+        "--sector-size",
+        sel.size.name(),
+    ])
+    .arg("--fixtures")
+    .arg(&sel.dir)
+    .arg("--params")
+    .arg(&sel.params)
+    .args(["--partition", &k.to_string()]);
+    cmd
+}
+
+/// The JSON report a child printed last on its stdout.
+pub(crate) fn last_json_line<T: serde::de::DeserializeOwned>(
+    stdout: Vec<u8>,
+    what: &str,
+) -> Result<T> {
+    let text = String::from_utf8(stdout)?;
+    let line = text
+        .lines()
+        .last()
+        .with_context(|| format!("{what} printed nothing"))?;
+    serde_json::from_str(line).with_context(|| format!("parsing {what}"))
 }

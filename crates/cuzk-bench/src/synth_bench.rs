@@ -13,7 +13,6 @@
 //! ratio_vs_baseline=Y/X wall_s=W peak_rss_gib=R ...`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -24,7 +23,7 @@ use ff::Field;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::check_circuits::{peak_rss_bytes, source};
+use crate::check_circuits::{child_command, last_json_line, peak_rss_bytes, source};
 use crate::commands::gen_fixtures;
 use crate::select::Selection;
 
@@ -157,28 +156,15 @@ fn print(r: PathRun) -> Result<()> {
 }
 
 fn child(exe: &Path, path: &str, kind: ProofKind, sel: &Selection, k: usize) -> Result<PathRun> {
-    let out = Command::new(exe)
-        .args([
-            "synth-bench",
-            "--kind",
-            kind.as_str(),
-            "--sector-size",
-            sel.size.name(),
-        ])
-        .arg("--fixtures")
-        .arg(&sel.dir)
-        .arg("--params")
-        .arg(&sel.params)
-        .args(["--partition", &k.to_string(), "--child", path])
+    let out = child_command(exe, "synth-bench", kind, sel, k)
+        .args(["--child", path])
         .stderr(std::process::Stdio::inherit())
         .output()
         .with_context(|| format!("running the {path} child"))?;
     if !out.status.success() {
         bail!("the {path} child failed ({})", out.status);
     }
-    let text = String::from_utf8(out.stdout)?;
-    let line = text.lines().last().context("the child printed nothing")?;
-    serde_json::from_str(line).with_context(|| format!("parsing the {path} child's report"))
+    last_json_line(out.stdout, &format!("the {path} child"))
 }
 
 /// Runs the three children on partition `k`; `Ok(true)` when both paths
