@@ -10,16 +10,18 @@
 //! also prove its circuits with bellperson's own prover. [`chain`] is a
 //! synthetic circuit of any size for tests and benchmarks.
 
+pub mod assign;
 pub mod chain;
 mod porep;
 mod post;
 mod snap;
 
 use bellperson::groth16::{Parameters, Proof as BellpersonProof};
+use bellperson::{Circuit as _, SynthesisError};
 use blstrs::{Bls12, Scalar};
 use cuzk_prover::check::{check_satisfied, CircuitCheck};
 use cuzk_prover::{SynthError, Synthesized, WitnessSize};
-use cuzk_r1cs::{CompiledCs, CompiledSynthError};
+use cuzk_r1cs::{AssignmentCs, CompiledCs, CompiledSynthError};
 
 pub use porep::porep_source;
 pub use post::{window_post_source, winning_post_source};
@@ -106,6 +108,16 @@ pub(crate) trait Circuits: Send + Sync {
     fn shape(&self) -> &str;
     /// The circuit of partition `k < count()`.
     fn circuit(&self, k: usize) -> Result<Self::Circuit, CircuitError>;
+    /// Partition `k`'s assignment made natively ([`assign`]), where this
+    /// kind has such code; `None` runs the circuit's gadgets instead.
+    fn assign(&self, _k: usize, _cs: &mut AssignmentCs) -> Option<Result<(), SynthesisError>> {
+        None
+    }
+    /// Whether [`Circuits::assign`] is native for this kind (then the
+    /// circuit itself is not built for a compiled synthesis).
+    fn assigns_natively(&self) -> bool {
+        false
+    }
 }
 
 impl<T: Circuits> PartitionSource for T {
@@ -124,8 +136,17 @@ impl<T: Circuits> PartitionSource for T {
     }
 
     fn synthesize_compiled(&self, k: usize, cs: &CompiledCs) -> Result<Synthesized, CircuitError> {
-        cuzk_r1cs::synthesize_compiled(self.partition_circuit(k)?, cs)
-            .map_err(|source| CircuitError::Compiled { k, source })
+        let circuit = match self.assigns_natively() {
+            true if k < self.count() => None,
+            _ => Some(self.partition_circuit(k)?),
+        };
+        cuzk_r1cs::synthesize_compiled_with(cs, |asg| match circuit {
+            Some(circuit) => circuit.synthesize(asg),
+            None => self
+                .assign(k, asg)
+                .unwrap_or(Err(SynthesisError::AssignmentMissing)),
+        })
+        .map_err(|source| CircuitError::Compiled { k, source })
     }
 
     fn synthesize_sized(

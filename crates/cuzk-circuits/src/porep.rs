@@ -9,6 +9,11 @@ use filecoin_proofs_api::MerkleTreeTrait;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
+use bellperson::SynthesisError;
+
+use cuzk_r1cs::AssignmentCs;
+
+use crate::assign::{self, porep::PorepPublic};
 use crate::{CircuitError, Circuits, PartitionSource};
 
 struct PorepSource<Tree: 'static + MerkleTreeTrait> {
@@ -89,6 +94,24 @@ impl<Tree: 'static + MerkleTreeTrait> Circuits for PorepSource<Tree> {
 
     fn shape(&self) -> &str {
         &self.shape
+    }
+
+    fn assigns_natively(&self) -> bool {
+        self.public_inputs.tau.is_some()
+    }
+
+    fn assign(&self, k: usize, cs: &mut AssignmentCs) -> Option<Result<(), SynthesisError>> {
+        let tau = self.public_inputs.tau.as_ref()?;
+        let public = PorepPublic::<Tree> {
+            replica_id: self.public_inputs.replica_id,
+            comm_d: tau.comm_d,
+            comm_r: tau.comm_r,
+        };
+        Some(assign::porep::assign::<Tree>(
+            cs,
+            &public,
+            self.vanilla.get(k)?,
+        ))
     }
 
     fn circuit(&self, k: usize) -> Result<Self::Circuit, CircuitError> {

@@ -25,12 +25,25 @@ struct Counters {
     peak: u64,
 }
 
+/// Frees memory the budget holds for idle buffers; returns the bytes freed.
+pub type Reclaimer = Box<dyn Fn() -> u64 + Send + Sync>;
+
 /// A byte budget shared by everything that reserves from it.
-#[derive(Debug)]
 pub struct MemoryBudget {
     limit: u64,
     counters: Mutex<Counters>,
     freed: Condvar,
+    /// Called when a reservation does not fit, before it waits.
+    reclaimer: Mutex<Option<Reclaimer>>,
+}
+
+impl std::fmt::Debug for MemoryBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryBudget")
+            .field("limit", &self.limit)
+            .field("counters", &self.counters)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Bytes held against a [`MemoryBudget`]; returned on drop.
@@ -46,7 +59,40 @@ impl MemoryBudget {
             limit,
             counters: Mutex::new(Counters::default()),
             freed: Condvar::new(),
+            reclaimer: Mutex::new(None),
         })
+    }
+
+    /// Sets what frees idle buffers (the witness pool) when a reservation
+    /// does not fit.
+    pub fn set_reclaimer(&self, reclaimer: Reclaimer) {
+        *self.reclaimer.lock().unwrap_or_else(|p| p.into_inner()) = Some(reclaimer);
+    }
+
+    /// Asks the reclaimer to free idle buffers; the bytes freed.
+    fn reclaim(&self) -> u64 {
+        match &*self.reclaimer.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(r) => r(),
+            None => 0,
+        }
+    }
+
+    /// Charges `bytes` if they fit now, with no reservation to give them
+    /// back: the caller gives them back with [`MemoryBudget::uncharge`]
+    /// (for idle buffers, which are never waited for).
+    pub fn charge(&self, bytes: u64) -> bool {
+        let mut c = self.lock();
+        if c.used + bytes > self.limit {
+            return false;
+        }
+        c.used += bytes;
+        c.peak = c.peak.max(c.used);
+        true
+    }
+
+    /// Gives back bytes taken with [`MemoryBudget::charge`].
+    pub fn uncharge(&self, bytes: u64) {
+        self.give_back(bytes);
     }
 
     pub fn limit(&self) -> u64 {
@@ -76,7 +122,14 @@ impl MemoryBudget {
         }
         let mut c = self.lock();
         if c.used + bytes > self.limit {
-            return Ok(None);
+            drop(c);
+            if self.reclaim() == 0 {
+                return Ok(None);
+            }
+            c = self.lock();
+            if c.used + bytes > self.limit {
+                return Ok(None);
+            }
         }
         c.used += bytes;
         c.peak = c.peak.max(c.used);
@@ -102,6 +155,7 @@ impl MemoryBudget {
         }
         let deadline = Instant::now() + wait;
         let mut c = self.lock();
+        let mut reclaimed = false;
         loop {
             // Asked first: a waiter that should step aside does not take
             // memory that frees up at the same moment.
@@ -115,6 +169,14 @@ impl MemoryBudget {
                     budget: self.clone(),
                     bytes,
                 }));
+            }
+            if !reclaimed {
+                // Idle buffers go before anyone waits for their memory.
+                reclaimed = true;
+                drop(c);
+                self.reclaim();
+                c = self.lock();
+                continue;
             }
             let now = Instant::now();
             if now >= deadline {
@@ -228,6 +290,41 @@ mod tests {
             b.try_reserve(101),
             Err(BudgetError::TooLarge { .. })
         ));
+    }
+
+    #[test]
+    fn idle_charges_are_reclaimed_before_a_reservation_waits() {
+        let b = MemoryBudget::new(100);
+        assert!(b.charge(70));
+        assert!(!b.charge(40), "a charge never exceeds the limit");
+        let freed = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (b2, f2) = (b.clone(), freed.clone());
+        b.set_reclaimer(Box::new(move || {
+            // What a pool does: give back its idle bytes.
+            let n = if f2.swap(70, std::sync::atomic::Ordering::SeqCst) == 0 {
+                70
+            } else {
+                0
+            };
+            b2.uncharge(n);
+            n
+        }));
+        let r = b
+            .try_reserve(60)
+            .unwrap()
+            .expect("granted after reclaiming");
+        assert_eq!(freed.load(std::sync::atomic::Ordering::SeqCst), 70);
+        assert_eq!(b.used(), 60);
+        drop(r);
+        assert!(b.charge(100));
+        b.uncharge(100);
+        // reserve_within reclaims too (nothing left to reclaim: it times out).
+        assert!(b.charge(50));
+        let none = b
+            .reserve_within(60, Duration::from_millis(10), &|| false)
+            .unwrap();
+        assert!(none.is_none());
+        assert_eq!(b.used(), 50);
     }
 
     #[test]

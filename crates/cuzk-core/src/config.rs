@@ -190,6 +190,14 @@ pub struct EngineConfig {
     /// come from the matrices) or `"circuit"` (linear combinations built
     /// per constraint, the reference path).
     pub synthesis: SynthesisPath,
+    /// Threads one partition's synthesis may use, shared by the synthesis
+    /// workers (0: one per core).
+    pub synthesis_threads: usize,
+    /// Witness vectors kept after proving for the next partition, whose
+    /// pages are then already mapped: `"auto"` (a quarter of the memory
+    /// budget), a size, or `0` for none. What is kept is charged to the
+    /// budget and freed before any reservation waits for memory.
+    pub witness_pool: Amount,
 }
 
 /// `engine.synthesis`.
@@ -210,6 +218,8 @@ impl Default for EngineConfig {
             job_retention: Duration::from_secs(3600),
             job_deadline: Duration::ZERO,
             synthesis: SynthesisPath::Compiled,
+            synthesis_threads: 0,
+            witness_pool: Amount::Auto,
         }
     }
 }

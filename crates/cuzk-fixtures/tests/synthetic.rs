@@ -124,3 +124,39 @@ fn synthetic_8mib_circuits_are_satisfied() {
         );
     }
 }
+
+/// At 8 MiB too, the compiled path (the PoRep assigned natively, the other
+/// kinds through their gadgets) gives exactly today's witness: a, b, c, the
+/// assignment and the densities (a SnapDeals partition stands for its four).
+#[test]
+fn synthetic_8mib_compiled_witnesses_equal_todays() {
+    use cuzk_core::prover::partition_source;
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let f = make(SectorSize::S8MiB, tmp.path());
+    for (kind, k) in [
+        (ProofKind::PoRep, 0),
+        (ProofKind::WindowPost, 0),
+        (ProofKind::WinningPost, 0),
+        (ProofKind::SnapDeals, 3),
+    ] {
+        let req = f
+            .request(kind)
+            .expect("request")
+            .validate_without_params(u64::MAX)
+            .expect("a valid request");
+        let source = partition_source(&req).expect("circuits");
+        let cs = source.record(k).expect("recording");
+        let compiled = source.synthesize_compiled(k, &cs).expect("compiled");
+        let today = source.synthesize(k).expect("today's path");
+        assert_eq!(
+            compiled.witness.num_constraints(),
+            today.witness.num_constraints(),
+            "{kind}"
+        );
+        assert!(
+            compiled.witness == today.witness,
+            "{kind}: the compiled witness differs from today's"
+        );
+    }
+}

@@ -35,14 +35,15 @@ impl CpuBackend {
             v.resize(n, Scalar::from(0u64));
         }
         compute_h(&domain, &mut a, &mut b, &mut c);
-        drop((b, c));
+        crate::pool::pool().give(b);
+        crate::pool::pool().give(c);
         let h_coeffs = a;
         stats.ntt += t.elapsed();
 
         let t = Instant::now();
         let (h, _) = msm::<G1>(srs.h, &h_coeffs[..n - 1], None);
-        drop(h_coeffs);
         abc_freed();
+        crate::pool::pool().give(h_coeffs);
         stats.msm_h += t.elapsed();
 
         let t = Instant::now();

@@ -14,7 +14,9 @@ pub mod cpu;
 pub mod density;
 pub mod msm;
 pub mod ntt;
+pub mod pool;
 pub mod proof;
+pub mod raw;
 pub mod srs;
 pub mod synth;
 

@@ -42,6 +42,15 @@ pub struct PartitionWitness {
 }
 
 impl PartitionWitness {
+    /// Gives the witness's vectors to the [`crate::pool`] for the next
+    /// partition.
+    pub fn recycle(self) {
+        let pool = crate::pool::pool();
+        for v in [self.a, self.b, self.c, self.aux, self.input] {
+            pool.give(v);
+        }
+    }
+
     /// Number of constraints (length of a, b, c).
     pub fn num_constraints(&self) -> usize {
         self.a.len()
@@ -66,22 +75,7 @@ impl PartitionWitness {
         (0..self.a.len())
             .into_par_iter()
             .with_min_len(1 << 12)
-            .find_first(|&i| !holds(&self.a[i], &self.b[i], &self.c[i]))
-    }
-}
-
-/// `a · b = c`, without a multiplication when `a` or `b` is 0 or 1 (as
-/// most are: bits).
-#[inline]
-fn holds(a: &Scalar, b: &Scalar, c: &Scalar) -> bool {
-    if bool::from(a.is_zero()) || bool::from(b.is_zero()) {
-        bool::from(c.is_zero())
-    } else if *a == Scalar::ONE {
-        b == c
-    } else if *b == Scalar::ONE {
-        a == c
-    } else {
-        *a * b == *c
+            .find_first(|&i| !crate::raw::holds(&self.a[i], &self.b[i], &self.c[i]))
     }
 }
 

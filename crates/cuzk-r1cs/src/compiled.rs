@@ -11,7 +11,7 @@
 use std::mem::MaybeUninit;
 
 use blstrs::Scalar;
-use cuzk_prover::Density;
+use cuzk_prover::{raw, Density};
 use ff::Field;
 use rayon::prelude::*;
 
@@ -116,6 +116,8 @@ pub struct Abc {
     pub a: Vec<Scalar>,
     pub b: Vec<Scalar>,
     pub c: Vec<Scalar>,
+    /// The first constraint with a·b ≠ c, checked while evaluating.
+    pub first_unsatisfied: Option<usize>,
 }
 
 impl CompiledCs {
@@ -176,15 +178,13 @@ impl CompiledCs {
             });
         }
         let n = self.num_constraints() as usize;
-        let (mut a, mut b, mut c) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        for v in [&mut a, &mut b, &mut c] {
-            crate::advise_huge_pages(v);
-        }
-        self.evaluate_into(
+        // Room for the backends' padding to the evaluation domain, so the
+        // vectors are neither moved there nor too small for the next
+        // partition when they come back through the pool.
+        let pool = cuzk_prover::pool::pool();
+        let room = n.next_power_of_two();
+        let (mut a, mut b, mut c) = (pool.take(room), pool.take(room), pool.take(room));
+        let first_unsatisfied = self.evaluate_into(
             input,
             aux,
             &mut a.spare_capacity_mut()[..n],
@@ -199,9 +199,15 @@ impl CompiledCs {
             b.set_len(n);
             c.set_len(n);
         }
-        Ok(Abc { a, b, c })
+        Ok(Abc {
+            a,
+            b,
+            c,
+            first_unsatisfied,
+        })
     }
 
+    /// Writes a, b, c and returns the first recorded row with a·b ≠ c.
     fn evaluate_into(
         &self,
         input: &[Scalar],
@@ -209,7 +215,7 @@ impl CompiledCs {
         a: &mut [MaybeUninit<Scalar>],
         b: &mut [MaybeUninit<Scalar>],
         c: &mut [MaybeUninit<Scalar>],
-    ) {
+    ) -> Option<usize> {
         let coeffs = self.coeff_kinds();
         let rows = self.rows as usize;
         let (a, a_in) = a.split_at_mut(rows);
@@ -217,6 +223,7 @@ impl CompiledCs {
         let (c, c_in) = c.split_at_mut(rows);
         let mut tasks = Vec::new();
         let (mut a, mut b, mut c) = (a, b, c);
+        let mut row = 0;
         for inst in &self.instances {
             let seg = &self.segments[inst.segment as usize];
             for (k, cp) in seg.checkpoints.iter().enumerate() {
@@ -225,19 +232,23 @@ impl CompiledCs {
                 let (hb, tb) = std::mem::take(&mut b).split_at_mut(n);
                 let (hc, tc) = std::mem::take(&mut c).split_at_mut(n);
                 (a, b, c) = (ta, tb, tc);
-                tasks.push((seg, inst, *cp, ha, hb, hc));
+                tasks.push((row, seg, inst, *cp, ha, hb, hc));
+                row += n;
             }
         }
-        tasks
+        let first = tasks
             .into_par_iter()
-            .for_each(|(seg, inst, cp, ha, hb, hc)| {
-                eval_chunk(seg, inst, cp, input, aux, &coeffs, ha, hb, hc);
-            });
+            .filter_map(|(row, seg, inst, cp, ha, hb, hc)| {
+                eval_chunk(seg, inst, cp, input, aux, &coeffs, ha, hb, hc).map(|r| row + r)
+            })
+            .min();
+        // The input rows, input_i · 0 = 0, hold.
         for (i, x) in input.iter().enumerate() {
             a_in[i].write(*x);
             b_in[i].write(Scalar::ZERO);
             c_in[i].write(Scalar::ZERO);
         }
+        first
     }
 
     /// Calls `f(row, matrix, var, coeff_id)` for every term of every
@@ -286,6 +297,7 @@ impl CompiledCs {
     }
 }
 
+/// Evaluates a chunk of rows; the first of them with a·b ≠ c.
 #[allow(clippy::too_many_arguments)]
 fn eval_chunk(
     seg: &Segment,
@@ -297,10 +309,11 @@ fn eval_chunk(
     a: &mut [MaybeUninit<Scalar>],
     b: &mut [MaybeUninit<Scalar>],
     c: &mut [MaybeUninit<Scalar>],
-) {
+) -> Option<usize> {
     let bytes = &seg.bytes[..];
     let mut pos = cp.pos as usize;
     let mut cursor = inst.aux_base + cp.cursor;
+    let mut first = None;
     for r in 0..a.len() {
         cursor += get_fast(bytes, &mut pos);
         let na = get_fast(bytes, &mut pos);
@@ -309,10 +322,15 @@ fn eval_chunk(
         let lc = |pos: &mut usize, n: u64| {
             lc_at(bytes, pos, n, cursor, inst.input_base, input, aux, coeffs)
         };
-        a[r].write(lc(&mut pos, na));
-        b[r].write(lc(&mut pos, nb));
-        c[r].write(lc(&mut pos, nc));
+        let (va, vb, vc) = (lc(&mut pos, na), lc(&mut pos, nb), lc(&mut pos, nc));
+        if first.is_none() && !raw::holds(&va, &vb, &vc) {
+            first = Some(r);
+        }
+        a[r].write(va);
+        b[r].write(vb);
+        c[r].write(vc);
     }
+    first
 }
 
 /// One linear combination of `n` terms at the assignment.
@@ -340,9 +358,11 @@ fn lc_at(
             Coeff::One => acc += v,
             Coeff::MinusOne => acc -= v,
             Coeff::Other(c) => {
-                if *v == Scalar::ONE {
+                // Mostly bits: c or 0 picked without a branch on the bit,
+                // which is as unpredictable as the data.
+                if raw::is_one(v) {
                     acc += c;
-                } else if !bool::from(v.is_zero()) {
+                } else if !raw::is_zero(v) {
                     acc += c * v;
                 }
             }

@@ -19,38 +19,13 @@ pub mod compiled;
 mod encode;
 pub mod file;
 pub mod record;
+pub mod window;
 pub mod witness;
 
 pub use compiled::{CompiledCs, CompiledStats};
 pub use file::{load, load_or_record, save, FileError};
 pub use record::{record, RecordingCs};
-pub use witness::{synthesize_compiled, AssignmentCs, CompiledSynthError};
-
-/// Asks the kernel to back `v`'s allocation with transparent huge pages
-/// (Linux with THP in `madvise` mode; elsewhere a no-op). A partition's
-/// vectors are gigabytes written once and read at scattered places: 4 KiB
-/// pages cost a fault each on first touch and a TLB miss on most reads.
-pub fn advise_huge_pages<T>(v: &mut Vec<T>) {
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let bytes = v.capacity() * std::mem::size_of::<T>();
-        if bytes < 4 * HUGE {
-            return;
-        }
-        let start = v.as_mut_ptr() as usize;
-        let aligned = start.div_ceil(HUGE) * HUGE;
-        let end = (start + bytes) / HUGE * HUGE;
-        if end > aligned {
-            // SAFETY: the range lies inside `v`'s own allocation; madvise
-            // only changes how the kernel backs it, never its contents.
-            unsafe {
-                libc::madvise(
-                    aligned as *mut libc::c_void,
-                    end - aligned,
-                    libc::MADV_HUGEPAGE,
-                );
-            }
-        }
-    }
-}
+pub use window::WindowCs;
+pub use witness::{
+    synthesize_compiled, synthesize_compiled_with, AssignOnly, AssignmentCs, CompiledSynthError,
+};

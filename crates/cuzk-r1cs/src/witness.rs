@@ -32,6 +32,15 @@ pub enum CompiledSynthError {
     Unsatisfied { index: usize, total: usize },
 }
 
+/// A constraint system that keeps only an assignment: it ignores every
+/// constraint, so code that allocates a gadget's variables with their
+/// values, without the gadget's constraints, gives it the same result as
+/// the gadget. Native witness code is written against this trait and
+/// cannot be run into a system that records constraints.
+pub trait AssignOnly: ConstraintSystem<Scalar> {}
+
+impl AssignOnly for AssignmentCs {}
+
 /// A constraint system that keeps the assignment and nothing else.
 #[derive(Debug, Default)]
 pub struct AssignmentCs {
@@ -42,11 +51,10 @@ pub struct AssignmentCs {
 impl AssignmentCs {
     /// An empty system with room for `inputs` inputs and `aux` aux values.
     pub fn with_capacity(inputs: usize, aux: usize) -> AssignmentCs {
-        let mut aux = Vec::with_capacity(aux);
-        crate::advise_huge_pages(&mut aux);
+        let pool = cuzk_prover::pool::pool();
         AssignmentCs {
-            input: Vec::with_capacity(inputs),
-            aux,
+            input: pool.take(inputs),
+            aux: pool.take(aux),
         }
     }
 }
@@ -121,13 +129,24 @@ pub fn synthesize_compiled<C: Circuit<Scalar>>(
     circuit: C,
     cs: &CompiledCs,
 ) -> Result<Synthesized, CompiledSynthError> {
+    synthesize_compiled_with(cs, |asg| circuit.synthesize(asg))
+}
+
+/// As [`synthesize_compiled`], the assignment made by `assign` (the
+/// circuit's gadgets, or native code that allocates the same variables):
+/// it is given an [`AssignmentCs`] holding ONE and sized for `cs`.
+pub fn synthesize_compiled_with(
+    cs: &CompiledCs,
+    assign: impl FnOnce(&mut AssignmentCs) -> Result<(), SynthesisError>,
+) -> Result<Synthesized, CompiledSynthError> {
     let start = Instant::now();
     let mut asg = AssignmentCs::with_capacity(cs.inputs as usize, cs.aux as usize);
     asg.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-    circuit.synthesize(&mut asg)?;
+    assign(&mut asg)?;
     let assigned = start.elapsed();
     let abc = cs.evaluate(&asg.input, &asg.aux)?;
     let evaluated = start.elapsed();
+    let first_unsatisfied = abc.first_unsatisfied;
     let witness = PartitionWitness {
         a: abc.a,
         b: abc.b,
@@ -138,17 +157,15 @@ pub fn synthesize_compiled<C: Circuit<Scalar>>(
         b_input_density: cs.b_input_density.clone(),
         b_aux_density: cs.b_aux_density.clone(),
     };
-    if let Some(index) = witness.first_unsatisfied() {
-        return Err(CompiledSynthError::Unsatisfied {
-            index,
-            total: witness.num_constraints(),
-        });
+    if let Some(index) = first_unsatisfied {
+        let total = witness.num_constraints();
+        witness.recycle();
+        return Err(CompiledSynthError::Unsatisfied { index, total });
     }
     tracing::debug!(
         shape = %cs.key,
         assignment_ms = assigned.as_millis() as u64,
-        abc_ms = (evaluated - assigned).as_millis() as u64,
-        check_ms = (start.elapsed() - evaluated).as_millis() as u64,
+        abc_and_check_ms = (evaluated - assigned).as_millis() as u64,
         "compiled synthesis"
     );
     Ok(Synthesized {

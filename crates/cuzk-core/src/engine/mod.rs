@@ -20,6 +20,7 @@
 mod journaling;
 mod recover;
 mod submit;
+mod synthesis;
 mod workers;
 
 pub use workers::partition_bytes;
@@ -184,6 +185,8 @@ pub(crate) struct Inner {
     /// Held by one admission at a time (see `submit`); never while
     /// waiting for the state lock's holders to do disk work.
     admit_lock: Mutex<()>,
+    /// Synthesis threads and the witness pool.
+    synthesis: synthesis::SynthesisSetup,
 }
 
 impl Inner {
@@ -257,7 +260,9 @@ impl Engine {
             .flat_map(|d| std::iter::repeat_n(d, per_device))
             .collect();
         let prove_workers = worker_device.len();
+        let synthesis = synthesis::SynthesisSetup::new(&config, &parts.budget);
         let inner = Arc::new(Inner {
+            synthesis,
             config,
             parts,
             state: Mutex::new(State {

@@ -263,7 +263,14 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
     info!(target: "partition", job_id = %job.id, partition = k, bytes = reservation.bytes(), "synthesis start");
     let t = Instant::now();
     let synthesized = catch("synthesis", || {
-        synthesize_partition(inner, &*source, k, witness_size(&counts))
+        super::synthesis::synthesize_partition(
+            &inner.synthesis,
+            &inner.config,
+            &inner.parts.r1cs,
+            &*source,
+            k,
+            witness_size(&counts),
+        )
     });
     let witness = match synthesized {
         Ok(s) => s.witness,
@@ -479,10 +486,13 @@ fn prove(
             )
             .map_err(|e| format!("partition {k}: {e}"))
     });
-    drop(witnesses);
     let took = t.elapsed();
-    // The rest of the reservation and the SRS lease go back here.
+    // The rest of the reservation and the SRS lease go back here, then the
+    // witness's vectors to the pool (charged again if there is room).
     drop(part);
+    for w in witnesses {
+        w.recycle();
+    }
     inner
         .metrics
         .budget(inner.parts.budget.used(), inner.parts.budget.limit());
@@ -540,33 +550,4 @@ fn finish(inner: &Arc<Inner>, job: &Arc<Job>) {
     }
     let mut st = inner.lock();
     end_job(&mut st, inner, job, outcome);
-}
-
-/// Partition `k` through the shape's compiled constraint system (config
-/// `engine.synthesis = "compiled"`, the default) or the old way; a compiled
-/// system that does not fit the circuit falls back to the old way.
-fn synthesize_partition(
-    inner: &Inner,
-    source: &dyn cuzk_circuits::PartitionSource,
-    k: usize,
-    size: cuzk_prover::WitnessSize,
-) -> Result<cuzk_prover::Synthesized, String> {
-    use crate::config::SynthesisPath;
-    use cuzk_circuits::CircuitError;
-    if inner.config.synthesis == SynthesisPath::Compiled {
-        if let Some(cs) = inner.parts.r1cs.get(source, k) {
-            match source.synthesize_compiled(k, &cs) {
-                Err(CircuitError::Compiled {
-                    source: cuzk_r1cs::CompiledSynthError::Compiled(e),
-                    ..
-                }) => tracing::warn!(
-                    "compiled constraint system unusable, synthesizing the old way: {e}"
-                ),
-                r => return r.map_err(|e| e.to_string()),
-            }
-        }
-    }
-    source
-        .synthesize_sized(k, Some(size))
-        .map_err(|e| e.to_string())
 }

@@ -344,6 +344,12 @@ pub fn engine_with(shared: &Shared, config: EngineConfig, budget: u64) -> Engine
         loads: Mutex::new(0),
     });
     let srs = SrsManager::new(loader, budget.clone(), Duration::ZERO);
+    // The fake witnesses are a few bytes; tests assert exact budget use, so
+    // nothing is kept for reuse (the pool has its own tests).
+    let config = EngineConfig {
+        witness_pool: cuzk_core::config::Amount::Bytes(bytesize::ByteSize::b(0)),
+        ..config
+    };
     Engine::start(
         config,
         EngineParts {

@@ -177,10 +177,15 @@ fn partition(
     // At the top tier with several workers, aux is on the device already
     // and the device lock is still held for the MSM stage.
     let (h, tier, mut region) = h_stage(ctx, backend, w, srs, res, (n, lg_n), stats)?;
-    w.a = Vec::new();
-    w.b = Vec::new();
-    w.c = Vec::new();
+    let abc = [
+        std::mem::take(&mut w.a),
+        std::mem::take(&mut w.b),
+        std::mem::take(&mut w.c),
+    ];
     abc_freed();
+    for v in abc {
+        cuzk_prover::pool::pool().give(v);
+    }
     // Below the top tier the A and B scalars are picked on the host and
     // uploaded over aux (after L), so the MSM stage holds one vector.
     let host_pick = (tier != StagingTier::All).then_some(&w.aux[..]);
