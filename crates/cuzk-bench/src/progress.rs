@@ -35,6 +35,12 @@ pub struct FixtureProgress {
     current: Option<ProgressBar>,
 }
 
+impl Default for FixtureProgress {
+    fn default() -> Self {
+        FixtureProgress::new()
+    }
+}
+
 impl FixtureProgress {
     pub fn new() -> Self {
         FixtureProgress { current: None }

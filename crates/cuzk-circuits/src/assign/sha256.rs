@@ -158,6 +158,7 @@ fn bitwise(
 }
 
 /// `a` and `e` of a round: a word, or the operands of a sum not yet made.
+#[allow(clippy::large_enum_variant)]
 enum Maybe {
     Concrete(Word),
     Deferred(Vec<Word>),

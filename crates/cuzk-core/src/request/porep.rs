@@ -223,7 +223,7 @@ fn check_challenge<Tree: 'static + MerkleTreeTrait>(
     }
     let column_ok = |c: &storage_proofs_porep::stacked::ColumnProof<_>| {
         canonical(&c.root())
-            && (1..=shape.layers).all(|l| c.get_node_at_layer(l).is_ok_and(|v| canonical(v)))
+            && (1..=shape.layers).all(|l| c.get_node_at_layer(l).is_ok_and(canonical))
     };
     let elements_ok = merkle_canonical(&p.comm_d_proofs)
         && merkle_canonical(&p.comm_r_last_proof)

@@ -225,6 +225,9 @@ impl StepOutput for (PoStFixture, DeadlineFixture) {
     }
 }
 
+/// A step's work: given a callback for `done` of `total` units.
+type Step<'a, T> = dyn FnMut(&mut dyn FnMut(u64, u64)) -> Result<T> + 'a;
+
 impl Steps<'_> {
     /// Reuses step `key`'s kept result, or runs `make` (which may report
     /// `done` of `total` units through its argument) and keeps its result.
@@ -233,7 +236,7 @@ impl Steps<'_> {
         key: &str,
         name: &str,
         estimate_secs: u64,
-        make: &mut dyn FnMut(&mut dyn FnMut(u64, u64)) -> Result<T>,
+        make: &mut Step<'_, T>,
     ) -> Result<T> {
         let steps = self.dir.join(".steps");
         let file = format!("v{GENERATOR_VERSION}-{}-{key}.json", self.seed);

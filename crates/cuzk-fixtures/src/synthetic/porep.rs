@@ -347,7 +347,7 @@ fn create_label(replica_id: &[u8], layer: usize, node: u64, parents: &[Fr]) -> F
         hasher.update(ff::PrimeField::to_repr(p));
     }
     let repr = bytes_into_fr_repr_safe(hasher.finalize().as_ref());
-    Option::from(<Fr as ff::PrimeField>::from_repr_vartime(repr)).expect("a 254-bit value")
+    <Fr as ff::PrimeField>::from_repr_vartime(repr).expect("a 254-bit value")
 }
 
 /// filecoin-proofs-api's C1 enum variant of a shape's proofs.

@@ -43,7 +43,7 @@ impl Prf {
 
     /// The field element for (`tag`, `a`, `b`).
     pub fn fr(&self, tag: &str, a: u64, b: u64) -> Fr {
-        Option::from(Fr::from_repr_vartime(self.bytes(tag, a, b)))
+        Fr::from_repr_vartime(self.bytes(tag, a, b))
             .expect("a 254-bit value is a canonical field element")
     }
 
