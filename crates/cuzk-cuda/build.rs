@@ -5,7 +5,9 @@
 //! `NVCC` to use). Headers come from the sppark crate (`DEP_SPPARK_ROOT`) and
 //! the blst crate (`DEP_BLST_C_SRC`, `DEP_BLST_BINDINGS`); cudart is linked
 //! statically from the toolkit's `lib64`, `lib` or `targets/*/lib`
-//! (or `$CUDA_LIB_DIR`).
+//! (or `$CUDA_LIB_DIR`). With the `lab` feature the CUDA code is built
+//! with `CUZK_LAB`, which adds the functions only cuzk-lab and the GPU
+//! tests call.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -48,6 +50,9 @@ fn main() {
         .include(&blst_src)
         .include(&blst_bindings)
         .include("cuda");
+    if env::var_os("CARGO_FEATURE_LAB").is_some() {
+        nv.define("CUZK_LAB", None);
+    }
     // `CUZK_CUDA_ARCHS=90` (comma-separated) narrows the native code for
     // quicker builds while iterating on one card; the default covers A100,
     // L4/L40/RTX 40xx and H100/H200.

@@ -42,8 +42,8 @@ pub fn gen_fixtures(sel: &Selection, inputs_only: bool) -> Result<Fixtures> {
 /// embedded defaults, an ephemeral loopback port, no journal, the fixtures'
 /// parameters, and (from 512 MiB up, where one SRS can exceed this
 /// machine's memory budget) warm and paged SRS files in `<params>/../warm`.
-pub fn local_daemon_config(fixtures: &Fixtures) -> Result<cuzk_core::Config> {
-    let mut config = cuzk_core::Config::default();
+pub fn local_daemon_config(fixtures: &Fixtures) -> Result<cuzk_server::Config> {
+    let mut config = cuzk_server::Config::default();
     config.daemon.listen = "127.0.0.1:0".into();
     config.daemon.journal = false;
     let params = fixtures.params_dir();

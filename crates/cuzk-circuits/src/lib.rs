@@ -6,25 +6,28 @@
 //! `cuzk_prover::PartitionWitness`, building the circuit exactly as
 //! filecoin-proofs does (`CompoundProof::circuit` with the same public
 //! inputs and parameters), so proofs made from these witnesses verify with
-//! filecoin-proofs' verifiers. For reference and benchmarks, a source can
-//! also prove its circuits with bellperson's own prover. [`chain`] is a
-//! synthetic circuit of any size for tests and benchmarks.
+//! filecoin-proofs' verifiers. The kinds' constructors return
+//! [`ProofCircuits`]: the engine takes its [`PartitionSource`]; tests and
+//! cuzk-lab may also prove the same circuits with bellperson's own prover
+//! ([`reference`]). [`chain`] is a synthetic circuit of any size for tests
+//! and benchmarks.
 
 pub mod assign;
 pub mod chain;
 mod porep;
 mod post;
+pub mod reference;
 mod snap;
 
-use bellperson::groth16::{Parameters, Proof as BellpersonProof};
 use bellperson::{Circuit as _, SynthesisError};
-use blstrs::{Bls12, Scalar};
+use blstrs::Scalar;
 use cuzk_prover::check::{check_satisfied, CircuitCheck};
 use cuzk_prover::{SynthError, Synthesized, WitnessSize};
 use cuzk_r1cs::{AssignmentCs, CompiledCs, CompiledSynthError};
 
 pub use porep::porep_source;
 pub use post::{window_post_source, winning_post_source};
+pub use reference::{BellpersonReference, ProofCircuits};
 pub use snap::snap_source;
 
 /// Why circuits could not be built or synthesized.
@@ -89,15 +92,6 @@ pub trait PartitionSource: Send + Sync {
     /// Synthesizes partition `k` keeping only its assignment and checks
     /// every constraint (A·B = C), without building a witness.
     fn check(&self, k: usize) -> Result<CircuitCheck, CircuitError>;
-
-    /// bellperson's CPU prover on the same circuits, all partitions, with
-    /// the given randomisers: the reference our proofs are compared with.
-    fn bellperson_proofs(
-        &self,
-        params: &Parameters<Bls12>,
-        r: Vec<Scalar>,
-        s: Vec<Scalar>,
-    ) -> Result<Vec<BellpersonProof<Bls12>>, CircuitError>;
 }
 
 /// What each kind provides: its circuit for partition `k`. Every such set
@@ -168,19 +162,6 @@ impl<T: Circuits> PartitionSource for T {
             return Err(CircuitError::NoPartition { k, count });
         }
         check_satisfied(self.circuit(k)?).map_err(|source| CircuitError::Synth { k, source })
-    }
-
-    fn bellperson_proofs(
-        &self,
-        params: &Parameters<Bls12>,
-        r: Vec<Scalar>,
-        s: Vec<Scalar>,
-    ) -> Result<Vec<BellpersonProof<Bls12>>, CircuitError> {
-        let circuits = (0..self.count())
-            .map(|k| self.circuit(k))
-            .collect::<Result<Vec<_>, _>>()?;
-        bellperson::groth16::create_proof_batch(circuits, params, r, s)
-            .map_err(|e| CircuitError::Bellperson(e.to_string()))
     }
 }
 

@@ -14,7 +14,7 @@ use bellperson::SynthesisError;
 use cuzk_r1cs::AssignmentCs;
 
 use crate::assign::{self, porep::PorepPublic};
-use crate::{CircuitError, Circuits, PartitionSource};
+use crate::{CircuitError, Circuits, ProofCircuits};
 
 struct PorepSource<Tree: 'static + MerkleTreeTrait> {
     public_inputs: stacked::PublicInputs<
@@ -28,14 +28,14 @@ struct PorepSource<Tree: 'static + MerkleTreeTrait> {
 
 /// The partitions of a PoRep C2 proof, from its C1 output (as
 /// `seal_commit_phase2` builds them).
-pub fn porep_source(c1: &SealCommitPhase1Output) -> Result<Box<dyn PartitionSource>, CircuitError> {
+pub fn porep_source(c1: &SealCommitPhase1Output) -> Result<ProofCircuits, CircuitError> {
     let sector_size = u64::from(c1.registered_proof.sector_size());
     with_shape!(sector_size, build, c1)
 }
 
 fn build<Tree: 'static + MerkleTreeTrait>(
     c1: &SealCommitPhase1Output,
-) -> Result<Box<dyn PartitionSource>, CircuitError> {
+) -> Result<ProofCircuits, CircuitError> {
     let config = c1.registered_proof.as_v1_config();
     let vanilla: Vec<Vec<VanillaSealProof<Tree>>> = c1
         .vanilla_proofs
@@ -77,7 +77,7 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     >>::setup(&setup)
     .map_err(CircuitError::build)?
     .vanilla_params;
-    Ok(Box::new(PorepSource {
+    Ok(ProofCircuits::new(PorepSource {
         public_inputs,
         vanilla,
         params,

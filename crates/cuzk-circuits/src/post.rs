@@ -13,7 +13,7 @@ use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
 };
 
-use crate::{CircuitError, Circuits, PartitionSource};
+use crate::{CircuitError, Circuits, ProofCircuits};
 
 type Compound<Tree> = FallbackPoStCompound<Tree>;
 
@@ -32,7 +32,7 @@ pub fn winning_post_source(
     randomness: &ChallengeSeed,
     prover_id: ProverId,
     vanilla_proofs: &[Vec<u8>],
-) -> Result<Box<dyn PartitionSource>, CircuitError> {
+) -> Result<ProofCircuits, CircuitError> {
     with_shape!(
         u64::from(post_type.sector_size()),
         build,
@@ -52,7 +52,7 @@ pub fn window_post_source(
     prover_id: ProverId,
     vanilla_proofs: &[Vec<u8>],
     partition_index: usize,
-) -> Result<Box<dyn PartitionSource>, CircuitError> {
+) -> Result<ProofCircuits, CircuitError> {
     with_shape!(
         u64::from(post_type.sector_size()),
         build,
@@ -70,7 +70,7 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     prover_id: ProverId,
     vanilla_bytes: &[Vec<u8>],
     window_partition: Option<usize>,
-) -> Result<Box<dyn PartitionSource>, CircuitError> {
+) -> Result<ProofCircuits, CircuitError> {
     let config: PoStConfig = post_type.as_v1_config();
     let vanilla: Vec<FallbackPoStSectorProof<Tree>> = vanilla_bytes
         .iter()
@@ -128,7 +128,7 @@ fn build<Tree: 'static + MerkleTreeTrait>(
             .map(|p| vec![p]),
     }
     .map_err(CircuitError::build)?;
-    Ok(Box::new(PostSource::<Tree> {
+    Ok(ProofCircuits::new(PostSource::<Tree> {
         public_inputs,
         params,
         partitions,

@@ -11,7 +11,7 @@ use storage_proofs_update::{
     PublicParams, SetupParams,
 };
 
-use crate::{CircuitError, Circuits, PartitionSource};
+use crate::{CircuitError, Circuits, ProofCircuits};
 
 struct SnapSource<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
     public_inputs: PublicInputs,
@@ -28,7 +28,7 @@ pub fn snap_source(
     comm_r_old: &Commitment,
     comm_r_new: &Commitment,
     comm_d_new: &Commitment,
-) -> Result<Box<dyn PartitionSource>, CircuitError> {
+) -> Result<ProofCircuits, CircuitError> {
     with_shape!(
         u64::from(update_type.sector_size()),
         build,
@@ -46,7 +46,7 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     comm_r_old: &Commitment,
     comm_r_new: &Commitment,
     comm_d_new: &Commitment,
-) -> Result<Box<dyn PartitionSource>, CircuitError> {
+) -> Result<ProofCircuits, CircuitError> {
     let config = SectorUpdateConfig::from_porep_config(&update_type.as_v1_config());
     let partitions = usize::from(config.update_partitions);
     let vanilla: Vec<PartitionProof<Tree>> = vanilla_bytes
@@ -87,7 +87,7 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     >>::setup(&setup)
     .map_err(CircuitError::build)?
     .vanilla_params;
-    Ok(Box::new(SnapSource {
+    Ok(ProofCircuits::new(SnapSource {
         public_inputs,
         params,
         vanilla,

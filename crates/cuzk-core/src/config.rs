@@ -1,88 +1,21 @@
-//! The daemon's one TOML configuration file.
+//! The engine's sections of the daemon's TOML file: `[daemon]`, `[engine]`,
+//! `[memory]`, `[srs]` and `[params]`. The whole file (these and the GPU
+//! backend's `[gpus]`, which `cuzk-cuda` owns) is `cuzk_server::Config`.
 //!
-//! Every key is optional; [`Config::default`] holds the documented defaults
-//! (see `cuzk.example.toml` at the repository root). Sizes accept `"256MiB"`
-//! style strings, durations `"60s"` / `"10m"`.
+//! Every key is optional; each section's `Default` holds the documented
+//! defaults (see `cuzk.example.toml` at the repository root). Sizes accept
+//! `"256MiB"` style strings, durations `"60s"` / `"10m"`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
 
-use crate::params::{DEFAULT_PARAMETER_CACHE, PARAMETER_CACHE_ENV};
+use crate::params::DEFAULT_PARAMETER_CACHE;
 
 /// Default gRPC listen address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9820";
-
-/// The whole configuration file.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Config {
-    pub daemon: DaemonConfig,
-    pub engine: EngineConfig,
-    pub memory: MemoryConfig,
-    pub srs: SrsConfig,
-    pub params: ParamsConfig,
-    pub gpus: GpusConfig,
-}
-
-/// Which prover backend the daemon uses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendChoice {
-    /// CUDA on the configured devices when this build has CUDA and a device
-    /// exists; the CPU otherwise.
-    #[default]
-    Auto,
-    Cpu,
-    /// CUDA, or refuse to start.
-    Cuda,
-}
-
-/// `[gpus]`: the accelerators.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct GpusConfig {
-    /// `"auto"`, `"cpu"` or `"cuda"`.
-    pub backend: BackendChoice,
-    /// CUDA device ordinals to use; empty: every usable device.
-    pub devices: Vec<usize>,
-    /// Where the SRS points live for the GPU MSMs: `"auto"` (in VRAM
-    /// across partitions and jobs when they fit beside a partition, else
-    /// streamed from host memory), `"always"` (in VRAM; a partition fails
-    /// when they do not fit) or `"never"` (streamed every partition).
-    pub srs_on_device: SrsOnDevice,
-    /// Device memory the CUDA backend may use on each GPU (e.g. `"16GiB"`):
-    /// its allocations fail as if the card had only this much, so
-    /// small-card behaviour can be run on a large card. Unset: the card.
-    pub vram_limit: Option<ByteSize>,
-    /// Device memory each partition leaves free when it chooses how much of
-    /// its witness to stage on the GPU.
-    pub vram_safety_margin: ByteSize,
-}
-
-impl Default for GpusConfig {
-    fn default() -> Self {
-        GpusConfig {
-            backend: BackendChoice::default(),
-            devices: Vec::new(),
-            srs_on_device: SrsOnDevice::default(),
-            vram_limit: None,
-            vram_safety_margin: ByteSize::mib(512),
-        }
-    }
-}
-
-/// `gpus.srs_on_device`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SrsOnDevice {
-    #[default]
-    Auto,
-    Always,
-    Never,
-}
 
 /// `[daemon]`: where and how the daemon serves.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -136,29 +69,10 @@ impl Default for DaemonConfig {
 impl DaemonConfig {
     /// The state directory to use, after the environment fallbacks.
     pub fn resolved_state_dir(&self) -> PathBuf {
-        if let Some(d) = &self.state_dir {
-            return d.clone();
+        match &self.state_dir {
+            Some(d) => d.clone(),
+            None => crate::process_env::default_state_dir(),
         }
-        let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-        if let Some(d) = env("STATE_DIRECTORY") {
-            // systemd may list several, separated by colons.
-            let first = d
-                .to_string_lossy()
-                .split(':')
-                .next()
-                .unwrap_or("")
-                .to_string();
-            if !first.is_empty() {
-                return PathBuf::from(first);
-            }
-        }
-        if let Some(d) = env("XDG_STATE_HOME") {
-            return PathBuf::from(d).join("cuzk");
-        }
-        if let Some(h) = env("HOME") {
-            return PathBuf::from(h).join(".local/state/cuzk");
-        }
-        PathBuf::from("/var/lib/cuzk")
     }
 }
 
@@ -340,8 +254,7 @@ impl ParamsConfig {
     /// The directory to use, after the environment fallback.
     pub fn resolved_cache_dir(&self) -> PathBuf {
         self.cache_dir.clone().unwrap_or_else(|| {
-            std::env::var_os(PARAMETER_CACHE_ENV)
-                .map(PathBuf::from)
+            crate::process_env::parameter_cache()
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_PARAMETER_CACHE))
         })
     }
@@ -361,59 +274,45 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-impl Config {
-    /// Reads and checks a TOML file.
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        Config::parse(&text).map_err(|e| match e {
-            ConfigError::Parse { message, .. } => ConfigError::Parse {
-                path: path.to_path_buf(),
-                message,
-            },
-            other => other,
-        })
-    }
-
-    /// Parses and checks TOML text.
-    pub fn parse(text: &str) -> Result<Config, ConfigError> {
-        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
-            path: PathBuf::from("<text>"),
-            message: e.to_string(),
-        })?;
-        config.validate()?;
-        Ok(config)
-    }
-
+impl EngineConfig {
     /// Checks values that parse but make no sense.
     pub fn validate(&self) -> Result<(), ConfigError> {
         for (name, v) in [
-            ("engine.partition_workers", self.engine.partition_workers),
-            (
-                "engine.gpu_workers_per_device",
-                self.engine.gpu_workers_per_device,
-            ),
-            ("engine.synthesized_queue", self.engine.synthesized_queue),
+            ("engine.partition_workers", self.partition_workers),
+            ("engine.gpu_workers_per_device", self.gpu_workers_per_device),
+            ("engine.synthesized_queue", self.synthesized_queue),
         ] {
             if v == 0 {
                 return Err(ConfigError::Invalid(format!("{name} must be at least 1")));
             }
         }
-        if let Amount::Bytes(b) = self.memory.total_budget {
-            if b.as_u64() <= self.memory.safety_margin.as_u64() {
+        if self.max_vanilla_bytes.as_u64() == 0 {
+            return Err(ConfigError::Invalid(
+                "engine.max_vanilla_bytes must be more than 0".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl MemoryConfig {
+    /// Checks values that parse but make no sense.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Amount::Bytes(b) = self.total_budget {
+            if b.as_u64() <= self.safety_margin.as_u64() {
                 return Err(ConfigError::Invalid(
                     "memory.total_budget must be larger than memory.safety_margin".into(),
                 ));
             }
         }
-        if self.engine.max_vanilla_bytes.as_u64() == 0 {
-            return Err(ConfigError::Invalid(
-                "engine.max_vanilla_bytes must be more than 0".into(),
-            ));
-        }
-        if self.daemon.listen.trim().is_empty() {
+        Ok(())
+    }
+}
+
+impl DaemonConfig {
+    /// Checks values that parse but make no sense.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.listen.trim().is_empty() {
             return Err(ConfigError::Invalid("daemon.listen is empty".into()));
         }
         Ok(())
@@ -425,70 +324,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn empty_file_gives_defaults() {
-        let c = Config::parse("").unwrap();
-        assert_eq!(c, Config::default());
-        assert_eq!(c.daemon.listen, "127.0.0.1:9820");
-        assert_eq!(c.engine.gpu_workers_per_device, 1);
-        assert_eq!(c.memory.total_budget, Amount::Auto);
-    }
-
-    #[test]
-    fn example_config_parses_and_matches_defaults() {
-        let text = include_str!("../../../cuzk.example.toml");
-        let c = Config::parse(text).unwrap();
-        assert_eq!(c, Config::default());
-    }
-
-    #[test]
-    fn human_sizes_and_durations() {
-        let c = Config::parse(
-            "[engine]\ngpu_workers_per_device = 2\nmax_vanilla_bytes = \"1 MiB\"\njob_retention = \"5m\"\n\
-             [daemon]\nlisten = \"unix:///tmp/cuzk.sock\"\nshutdown_grace = \"2s\"\n\
-             [memory]\ntotal_budget = \"16GiB\"\nsafety_margin = \"1GiB\"\n",
+    fn sections_parse_with_defaults_and_human_units() {
+        let e: EngineConfig = toml::from_str(
+            "gpu_workers_per_device = 2\nmax_vanilla_bytes = \"1 MiB\"\njob_retention = \"5m\"\n",
         )
         .unwrap();
-        assert_eq!(c.engine.gpu_workers_per_device, 2);
-        assert_eq!(c.memory.resolve().unwrap(), 15 << 30);
-        assert_eq!(c.engine.max_vanilla_bytes.as_u64(), 1 << 20);
-        assert_eq!(c.engine.job_retention, Duration::from_secs(300));
-        assert_eq!(c.daemon.shutdown_grace, Duration::from_secs(2));
-        assert_eq!(c.gpus.vram_limit, None);
-        assert_eq!(c.gpus.vram_safety_margin.as_u64(), 512 << 20);
-        let g = Config::parse(
-            "[gpus]
-vram_limit = \"16GiB\"
-vram_safety_margin = \"1GiB\"
-",
-        )
-        .unwrap()
-        .gpus;
-        assert_eq!(g.vram_limit.map(|b| b.as_u64()), Some(16 << 30));
-        assert_eq!(g.vram_safety_margin.as_u64(), 1 << 30);
-        let e = Config::parse(
-            "[gpus]
-vram_limit = \"plenty\"
-",
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("plenty"), "{e}");
+        assert_eq!(e.gpu_workers_per_device, 2);
+        assert_eq!(e.max_vanilla_bytes.as_u64(), 1 << 20);
+        assert_eq!(e.job_retention, Duration::from_secs(300));
+        assert_eq!(
+            e.partition_workers,
+            EngineConfig::default().partition_workers
+        );
+        let m: MemoryConfig =
+            toml::from_str("total_budget = \"16GiB\"\nsafety_margin = \"1GiB\"\n").unwrap();
+        assert_eq!(m.resolve().unwrap(), 15 << 30);
+        let d: DaemonConfig = toml::from_str("shutdown_grace = \"2s\"\n").unwrap();
+        assert_eq!(d.shutdown_grace, Duration::from_secs(2));
+        assert_eq!(d.listen, DEFAULT_LISTEN);
     }
 
     #[test]
     fn unknown_keys_and_bad_values_are_errors() {
-        let e = Config::parse("[engine]\nworkerz = 2\n").unwrap_err();
+        let e = toml::from_str::<EngineConfig>("workerz = 2\n").unwrap_err();
         assert!(e.to_string().contains("workerz"), "{e}");
-        let e = Config::parse("[engine]\npartition_workers = 0\n").unwrap_err();
-        assert!(e.to_string().contains("engine.partition_workers"), "{e}");
-        let e = Config::parse("[memory]\ntotal_budget = \"lots\"\n").unwrap_err();
-        assert!(e.to_string().contains("lots"), "{e}");
+        let e: EngineConfig = toml::from_str("partition_workers = 0\n").unwrap();
+        let err = e.validate().unwrap_err();
         assert!(
-            Config::parse("[memory]\ntotal_budget = \"auto\"\n")
-                .unwrap()
-                .memory
-                .resolve()
-                .unwrap()
-                > 0
+            err.to_string().contains("engine.partition_workers"),
+            "{err}"
         );
+        let e = toml::from_str::<MemoryConfig>("total_budget = \"lots\"\n").unwrap_err();
+        assert!(e.to_string().contains("lots"), "{e}");
+        let m: MemoryConfig =
+            toml::from_str("total_budget = \"1GiB\"\nsafety_margin = \"2GiB\"\n").unwrap();
+        assert!(m.validate().is_err());
+        let auto: MemoryConfig = toml::from_str("total_budget = \"auto\"\n").unwrap();
+        assert!(auto.resolve().unwrap() > 0);
+        let d = DaemonConfig {
+            listen: " ".into(),
+            ..Default::default()
+        };
+        assert!(d.validate().is_err());
     }
 }

@@ -107,10 +107,19 @@ pub enum ProofType {
     Update(RegisteredUpdateProof),
 }
 
+/// A registered proof number that is not one of the kind's: the message
+/// says what the number is and why it does not fit.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UnknownProof(pub String);
+
 impl ProofType {
-    /// Decodes `registered_proof` for a given kind. `Err` carries a message
-    /// that says what the number is and why it does not fit.
-    pub fn decode(kind: ProofKind, registered_proof: u64) -> Result<ProofType, String> {
+    /// Decodes `registered_proof` for a given kind.
+    pub fn decode(kind: ProofKind, registered_proof: u64) -> Result<ProofType, UnknownProof> {
+        Self::decode_message(kind, registered_proof).map_err(UnknownProof)
+    }
+
+    fn decode_message(kind: ProofKind, registered_proof: u64) -> Result<ProofType, String> {
         match kind {
             ProofKind::PoRep => seal_proof_from_wire(registered_proof)
                 .map(ProofType::Seal)
@@ -370,9 +379,9 @@ mod tests {
             Ok(ProofType::Winning(_))
         ));
         let err = ProofType::decode(ProofKind::WinningPost, 10).unwrap_err();
-        assert!(err.contains("WindowPoSt"), "{err}");
+        assert!(err.0.contains("WindowPoSt"), "{err}");
         let err = ProofType::decode(ProofKind::WindowPost, 0).unwrap_err();
-        assert!(err.contains("WinningPoSt"), "{err}");
+        assert!(err.0.contains("WinningPoSt"), "{err}");
         assert!(ProofType::decode(ProofKind::PoRep, 99).is_err());
         assert!(ProofType::decode(ProofKind::SnapDeals, 5).is_err());
     }

@@ -1,12 +1,19 @@
-//! Prometheus metrics of the engine, in one registry per engine.
+//! Prometheus metrics of the engine, in one registry per engine, and the
+//! prover backends' own metrics ([`cuzk_prover::ProverBackend::metrics`],
+//! read at every scrape and labelled by backend): the engine names no
+//! device-specific metric itself.
 //!
 //! Served as text by the `GetMetrics` RPC and `GET /metrics`.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
+use cuzk_prover::{BackendMetric, MetricKind};
+
 use prometheus::{
-    CounterVec, Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec,
-    Opts, Registry, TextEncoder,
+    CounterVec, Encoder, Gauge, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 use crate::job::{JobStatus, JobTimings};
@@ -25,10 +32,8 @@ pub struct Metrics {
     partitions: IntGaugeVec,
     budget_bytes: IntGaugeVec,
     worker_busy: CounterVec,
-    staging: IntCounterVec,
-    staging_fallbacks: IntCounterVec,
-    memory_waits: IntCounterVec,
-    device_busy: GaugeVec,
+    /// The backends' own samples at the last scrape, by backend name.
+    backends: Mutex<BTreeMap<String, Vec<BackendMetric>>>,
     superseded: IntCounterVec,
     recovered: IntCounterVec,
     journal_errors: IntCounterVec,
@@ -118,40 +123,6 @@ impl Metrics {
             &["pool"],
         )
         .expect("valid metric");
-        let staging = IntCounterVec::new(
-            Opts::new(
-                "cuzk_gpu_staging_partitions_total",
-                "Partitions proved on a GPU, by backend and device-memory staging tier \
-                 (all: a, b, c on the device; a_only; none: H on the host)",
-            ),
-            &["backend", "tier"],
-        )
-        .expect("valid metric");
-        let staging_fallbacks = IntCounterVec::new(
-            Opts::new(
-                "cuzk_gpu_staging_fallbacks_total",
-                "GPU partition attempts that ran out of device memory and fell back a tier",
-            ),
-            &["backend"],
-        )
-        .expect("valid metric");
-        let memory_waits = IntCounterVec::new(
-            Opts::new(
-                "cuzk_gpu_memory_waits_total",
-                "Times a GPU partition waited for device memory held by other partitions",
-            ),
-            &["backend"],
-        )
-        .expect("valid metric");
-        let device_busy = GaugeVec::new(
-            Opts::new(
-                "cuzk_gpu_busy_seconds",
-                "Seconds a GPU has spent in this daemon's kernel regions since start \
-                 (CUDA events; its rate is the busy share)",
-            ),
-            &["backend"],
-        )
-        .expect("valid metric");
         let superseded = IntCounterVec::new(
             Opts::new(
                 "cuzk_requests_superseded_total",
@@ -191,10 +162,6 @@ impl Metrics {
             Box::new(partitions.clone()),
             Box::new(budget_bytes.clone()),
             Box::new(worker_busy.clone()),
-            Box::new(staging.clone()),
-            Box::new(staging_fallbacks.clone()),
-            Box::new(memory_waits.clone()),
-            Box::new(device_busy.clone()),
             Box::new(superseded.clone()),
             Box::new(recovered.clone()),
             Box::new(journal_errors.clone()),
@@ -219,10 +186,7 @@ impl Metrics {
             partitions,
             budget_bytes,
             worker_busy,
-            staging,
-            staging_fallbacks,
-            memory_waits,
-            device_busy,
+            backends: Mutex::new(BTreeMap::new()),
             superseded,
             recovered,
             journal_errors,
@@ -289,26 +253,59 @@ impl Metrics {
             .inc_by(d.as_secs_f64());
     }
 
-    /// Counts a GPU backend's partitions per staging tier (nothing for a
-    /// CPU backend, whose counts are zero).
-    pub fn staging(&self, backend: &str, counts: &cuzk_prover::backend::StagingCounts) {
-        for (tier, n) in counts.by_tier() {
-            if n > 0 {
-                self.staging
-                    .with_label_values(&[backend, tier])
-                    .inc_by(u64::from(n));
+    /// The samples of backend `backend`'s own metrics, replacing the
+    /// previous scrape's.
+    pub fn backend(&self, backend: &str, samples: Vec<BackendMetric>) {
+        self.backends
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(backend.to_string(), samples);
+    }
+
+    /// The backends' samples as metric families, one per name.
+    fn backend_families(&self) -> Vec<prometheus::proto::MetricFamily> {
+        use prometheus::proto::{Counter, Gauge, LabelPair, Metric, MetricFamily, MetricType};
+        let backends = self.backends.lock().unwrap_or_else(|p| p.into_inner());
+        let mut families: BTreeMap<&str, MetricFamily> = BTreeMap::new();
+        for (backend, samples) in backends.iter() {
+            for m in samples {
+                let family = families.entry(m.name).or_insert_with(|| {
+                    let mut f = MetricFamily::default();
+                    f.set_name(m.name.to_string());
+                    f.set_help(m.help.to_string());
+                    f.set_field_type(match m.kind {
+                        MetricKind::Counter => MetricType::COUNTER,
+                        MetricKind::Gauge => MetricType::GAUGE,
+                    });
+                    f
+                });
+                let label = |name: &str, value: &str| {
+                    let mut l = LabelPair::default();
+                    l.set_name(name.to_string());
+                    l.set_value(value.to_string());
+                    l
+                };
+                let mut labels = vec![label("backend", backend)];
+                labels.extend(m.labels.iter().map(|(n, v)| label(n, v)));
+                labels.sort_by(|a, b| a.name().cmp(b.name()));
+                let mut sample = Metric::default();
+                sample.set_label(labels);
+                match m.kind {
+                    MetricKind::Counter => {
+                        let mut c = Counter::default();
+                        c.set_value(m.value);
+                        sample.set_counter(c);
+                    }
+                    MetricKind::Gauge => {
+                        let mut g = Gauge::default();
+                        g.set_value(m.value);
+                        sample.set_gauge(g);
+                    }
+                }
+                family.mut_metric().push(sample);
             }
         }
-        if counts.fallbacks > 0 {
-            self.staging_fallbacks
-                .with_label_values(&[backend])
-                .inc_by(u64::from(counts.fallbacks));
-        }
-        if counts.waits > 0 {
-            self.memory_waits
-                .with_label_values(&[backend])
-                .inc_by(u64::from(counts.waits));
-        }
+        families.into_values().collect()
     }
 
     /// Observes every stage of a finished job.
@@ -339,18 +336,14 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition of every metric.
-    /// The time a backend's device has spent in kernel regions so far.
-    pub fn device_busy(&self, backend: &str, busy: Duration) {
-        self.device_busy
-            .with_label_values(&[backend])
-            .set(busy.as_secs_f64());
-    }
-
     pub fn render(&self, uptime: Duration) -> String {
         self.uptime.set(uptime.as_secs_f64());
+        let mut families = self.registry.gather();
+        families.extend(self.backend_families());
+        families.sort_by(|a, b| a.name().cmp(b.name()));
         let mut buf = Vec::new();
         TextEncoder::new()
-            .encode(&self.registry.gather(), &mut buf)
+            .encode(&families, &mut buf)
             .expect("text encoding into a Vec cannot fail");
         String::from_utf8(buf).expect("prometheus text is UTF-8")
     }
@@ -365,36 +358,68 @@ impl Default for Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cuzk_prover::backend::StagingCounts;
+
+    fn sample(
+        name: &'static str,
+        kind: MetricKind,
+        labels: &[(&'static str, &str)],
+        value: f64,
+    ) -> BackendMetric {
+        BackendMetric {
+            name,
+            help: "a backend's own metric",
+            kind,
+            labels: labels.iter().map(|(n, v)| (*n, v.to_string())).collect(),
+            value,
+        }
+    }
 
     #[test]
-    fn gpu_staging_waits_and_busy_time_are_exported() {
+    fn backend_metrics_are_exported_with_the_backend_label() {
         let m = Metrics::new();
-        let counts = StagingCounts {
-            all: 2,
-            a_only: 1,
-            none: 0,
-            fallbacks: 1,
-            waits: 3,
-        };
-        m.staging("cuda:0", &counts);
-        m.device_busy("cuda:0", Duration::from_millis(1500));
+        m.backend(
+            "accel:0",
+            vec![
+                sample(
+                    "x_partitions_total",
+                    MetricKind::Counter,
+                    &[("tier", "all")],
+                    2.0,
+                ),
+                sample(
+                    "x_partitions_total",
+                    MetricKind::Counter,
+                    &[("tier", "a_only")],
+                    1.0,
+                ),
+                sample("x_busy_seconds", MetricKind::Gauge, &[], 1.5),
+            ],
+        );
+        m.backend("cpu", vec![]);
         let text = m.render(Duration::from_secs(1));
         for line in [
-            r#"cuzk_gpu_staging_partitions_total{backend="cuda:0",tier="all"} 2"#,
-            r#"cuzk_gpu_staging_partitions_total{backend="cuda:0",tier="a_only"} 1"#,
-            r#"cuzk_gpu_staging_fallbacks_total{backend="cuda:0"} 1"#,
-            r#"cuzk_gpu_memory_waits_total{backend="cuda:0"} 3"#,
-            r#"cuzk_gpu_busy_seconds{backend="cuda:0"} 1.5"#,
+            "# TYPE x_partitions_total counter",
+            "# TYPE x_busy_seconds gauge",
+            r#"x_partitions_total{backend="accel:0",tier="all"} 2"#,
+            r#"x_partitions_total{backend="accel:0",tier="a_only"} 1"#,
+            r#"x_busy_seconds{backend="accel:0"} 1.5"#,
+            "cuzk_uptime_seconds 1",
         ] {
             assert!(
                 text.lines().any(|l| l == line),
                 "missing {line:?} in:\n{text}"
             );
         }
-        assert!(
-            !text.contains(r#"tier="none""#),
-            "a tier never used is not exported"
+        // A later scrape replaces the samples.
+        m.backend(
+            "accel:0",
+            vec![sample("x_busy_seconds", MetricKind::Gauge, &[], 2.0)],
         );
+        let text = m.render(Duration::from_secs(2));
+        assert!(
+            text.contains(r#"x_busy_seconds{backend="accel:0"} 2"#),
+            "{text}"
+        );
+        assert!(!text.contains("x_partitions_total"), "{text}");
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! filecoin-proofs finds `.params` / `.vk` files through its process-wide
 //! `FIL_PROOFS_PARAMETER_CACHE` setting, read once on first use. This module
-//! fixes that directory for the process and names the files each registered
+//! fixes that directory for the process (through [`crate::process_env`])
+//! and names the files each registered
 //! proof needs, so a request whose parameters are missing is refused up front
 //! instead of failing deep inside a prover.
 
@@ -17,8 +18,7 @@ use storage_proofs_update::{constants::TreeRHasher, EmptySectorUpdateCompound, P
 
 use crate::kinds::ProofType;
 
-/// The environment variable filecoin-proofs reads the cache directory from.
-pub const PARAMETER_CACHE_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
+pub use crate::process_env::PARAMETER_CACHE_ENV;
 
 /// filecoin-proofs' default cache directory.
 pub const DEFAULT_PARAMETER_CACHE: &str = "/var/tmp/filecoin-proof-parameters";
@@ -40,9 +40,7 @@ pub struct ParameterCacheConflict {
 /// has read the setting and a different directory is refused.
 pub fn init_parameter_cache(dir: &Path) -> Result<(), ParameterCacheConflict> {
     let requested = dir.to_string_lossy().into_owned();
-    if std::env::var(PARAMETER_CACHE_ENV).ok().as_deref() != Some(requested.as_str()) {
-        std::env::set_var(PARAMETER_CACHE_ENV, &requested);
-    }
+    crate::process_env::fix_parameter_cache(&requested);
     let current = parameter_cache_dir();
     if normalise(&current) != normalise(Path::new(&requested)) {
         return Err(ParameterCacheConflict {
@@ -79,12 +77,17 @@ impl ParamFiles {
     }
 }
 
+/// filecoin-proofs could not name a registered proof's parameter files.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParamFilesError(pub String);
+
 /// The parameter files for a registered proof, in the current cache directory.
 ///
 /// For SnapDeals the identifier comes from the update circuit itself:
 /// `RegisteredUpdateProof::cache_params_path()` names the PoRep file.
-pub fn param_files(proof: ProofType) -> Result<ParamFiles, String> {
-    let err = |e: anyhow::Error| format!("{e:#}");
+pub fn param_files(proof: ProofType) -> Result<ParamFiles, ParamFilesError> {
+    let err = |e: anyhow::Error| ParamFilesError(format!("{e:#}"));
     match proof {
         ProofType::Seal(p) => Ok(ParamFiles {
             params: p.cache_params_path().map_err(err)?,

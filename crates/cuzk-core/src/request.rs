@@ -229,7 +229,7 @@ impl RawRequest {
             ));
         }
         let proof_type = ProofType::decode(kind, self.registered_proof)
-            .map_err(|m| invalid("registered_proof", m))?;
+            .map_err(|m| invalid("registered_proof", m.0))?;
         if self.sector_size != 0 && self.sector_size != proof_type.sector_size() {
             return Err(invalid(
                 "sector_size",
@@ -256,7 +256,7 @@ impl RawRequest {
                 ),
             ));
         }
-        let files = param_files(proof_type).map_err(RequestError::FailedPrecondition)?;
+        let files = param_files(proof_type).map_err(|e| RequestError::FailedPrecondition(e.0))?;
         if let Some(missing) = files.missing().filter(|_| params) {
             return Err(RequestError::FailedPrecondition(format!(
                 "Groth16 parameters for {} ({proof_type}) are not available: {} is missing",

@@ -19,6 +19,11 @@
 //! `EvictSRS` drops an idle one and refuses one in use. Under memory pressure
 //! the least recently used idle SRS, idle for at least `eviction_min_idle`,
 //! is evicted to make room.
+//!
+//! Above the hot tier sits the **device tier** ([`crate::device_tier`]):
+//! what a prover backend made of a hot SRS on its device (for the CUDA
+//! backend, its points in VRAM), keyed by circuit id and backend, and
+//! dropped with the host copy ([`SrsManager::on_device`]).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -28,12 +33,14 @@ use std::time::{Duration, Instant};
 use cuzk_prover::srs::{
     write_warm, write_warm_streaming, ParamsFile, SectionCounts, Srs, SubgroupCheck, WarmSrs,
 };
-use cuzk_prover::SrsRef;
+use cuzk_prover::{ProverBackend, SrsRef, WitnessSize};
+
+use crate::device_tier::{DeviceLease, DeviceTier};
 use tracing::{info, warn};
 
 use crate::budget::{MemoryBudget, Reservation};
 use crate::kinds::ProofType;
-use crate::params::param_files;
+use crate::params::{param_files, ParamFilesError};
 
 /// SRS points, decoded or mapped.
 pub enum SrsData {
@@ -70,18 +77,34 @@ impl SrsData {
     }
 }
 
+/// Why a loader could not size or load an SRS.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Params(#[from] ParamFilesError),
+    #[error(transparent)]
+    File(#[from] cuzk_prover::srs::SrsError),
+    #[error("paging an SRS needs a warm file directory (srs.warm_dir)")]
+    NoWarmDir,
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// Where SRS come from.
 pub trait SrsLoader: Send + Sync {
     /// Section sizes without loading the points.
-    fn counts(&self, proof: ProofType) -> Result<SectionCounts, String>;
+    fn counts(&self, proof: ProofType) -> Result<SectionCounts, LoadError>;
     /// Bytes the SRS will occupy when loaded.
-    fn size(&self, proof: ProofType) -> Result<u64, String>;
+    fn size(&self, proof: ProofType) -> Result<u64, LoadError>;
     /// Loads the points.
-    fn load(&self, proof: ProofType) -> Result<SrsData, String>;
+    fn load(&self, proof: ProofType) -> Result<SrsData, LoadError>;
     /// Maps the points from a warm file made without holding them in
     /// memory ([`SrsData::Paged`]); `Err` when this loader cannot.
-    fn load_paged(&self, _proof: ProofType) -> Result<SrsData, String> {
-        Err("paging an SRS needs a warm file directory (srs.warm_dir)".into())
+    fn load_paged(&self, _proof: ProofType) -> Result<SrsData, LoadError> {
+        Err(LoadError::NoWarmDir)
     }
     /// Whether [`SrsLoader::load_paged`] can work.
     fn can_page(&self) -> bool {
@@ -118,18 +141,18 @@ impl ParamsLoader {
         Some(dir.join(format!("{name}.warm")))
     }
 
-    fn open(&self, proof: ProofType) -> Result<ParamsFile, String> {
+    fn open(&self, proof: ProofType) -> Result<ParamsFile, LoadError> {
         let files = param_files(proof)?;
-        ParamsFile::open(&files.params).map_err(|e| e.to_string())
+        Ok(ParamsFile::open(&files.params)?)
     }
 }
 
 impl SrsLoader for ParamsLoader {
-    fn counts(&self, proof: ProofType) -> Result<SectionCounts, String> {
+    fn counts(&self, proof: ProofType) -> Result<SectionCounts, LoadError> {
         Ok(self.open(proof)?.counts())
     }
 
-    fn size(&self, proof: ProofType) -> Result<u64, String> {
+    fn size(&self, proof: ProofType) -> Result<u64, LoadError> {
         let decoded = Srs::bytes_for(&self.counts(proof)?);
         // A warm file is mapped whole; it may be a little larger.
         let warm = self
@@ -139,7 +162,7 @@ impl SrsLoader for ParamsLoader {
         Ok(decoded.max(warm))
     }
 
-    fn load(&self, proof: ProofType) -> Result<SrsData, String> {
+    fn load(&self, proof: ProofType) -> Result<SrsData, LoadError> {
         let file = self.open(proof)?;
         if let Some(path) = self.warm_path(proof) {
             if path.is_file() {
@@ -151,7 +174,7 @@ impl SrsLoader for ParamsLoader {
                 }
             }
         }
-        let srs = file.decode(self.check).map_err(|e| e.to_string())?;
+        let srs = file.decode(self.check)?;
         if let Some(path) = self.warm_path(proof) {
             if let Some(dir) = path.parent() {
                 let _ = std::fs::create_dir_all(dir);
@@ -168,23 +191,25 @@ impl SrsLoader for ParamsLoader {
         self.warm_path(proof).is_some_and(|p| p.is_file())
     }
 
-    fn load_paged(&self, proof: ProofType) -> Result<SrsData, String> {
-        let path = self
-            .warm_path(proof)
-            .ok_or("paging an SRS needs a warm file directory (srs.warm_dir)")?;
+    fn load_paged(&self, proof: ProofType) -> Result<SrsData, LoadError> {
+        let path = self.warm_path(proof).ok_or(LoadError::NoWarmDir)?;
         let file = self.open(proof)?;
         let fingerprint = file.vk_fingerprint();
         if let Ok(w) = WarmSrs::open_expecting(&path, &fingerprint) {
             return Ok(SrsData::Paged(w));
         }
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|source| LoadError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
         }
         info!(path = %path.display(), "writing the warm SRS section by section");
-        write_warm_streaming(&file, &path, self.check).map_err(|e| e.to_string())?;
-        WarmSrs::open_expecting(&path, &fingerprint)
-            .map(SrsData::Paged)
-            .map_err(|e| e.to_string())
+        write_warm_streaming(&file, &path, self.check)?;
+        Ok(SrsData::Paged(WarmSrs::open_expecting(
+            &path,
+            &fingerprint,
+        )?))
     }
 
     fn can_page(&self) -> bool {
@@ -222,6 +247,8 @@ pub struct SrsEntry {
     /// Seconds since it was last used (None: never).
     pub idle_secs: Option<u64>,
     pub loads: u32,
+    /// Backends whose device holds a copy (device tier), with its bytes.
+    pub on_devices: Vec<(String, u64)>,
 }
 
 struct Hot {
@@ -250,6 +277,12 @@ pub enum SrsError {
     InUse { circuit_id: String, in_use: u32 },
     #[error("SRS {circuit_id}: {message}")]
     Load { circuit_id: String, message: String },
+    #[error("SRS {circuit_id} on {backend}: {message}")]
+    Device {
+        circuit_id: String,
+        backend: String,
+        message: String,
+    },
     #[error("SRS {circuit_id} ({bytes} bytes) does not fit in the memory budget now")]
     NoRoom { circuit_id: String, bytes: u64 },
     #[error(
@@ -293,6 +326,8 @@ pub struct SrsManager {
     budget: Arc<MemoryBudget>,
     min_idle: Duration,
     entries: Mutex<HashMap<String, Entry>>,
+    /// The device tier, keyed by circuit id.
+    device: DeviceTier,
 }
 
 impl SrsManager {
@@ -306,6 +341,7 @@ impl SrsManager {
             budget,
             min_idle,
             entries: Mutex::new(HashMap::new()),
+            device: DeviceTier::new(),
         })
     }
 
@@ -325,7 +361,7 @@ impl SrsManager {
     }
 
     /// Section counts of a circuit's SRS (from the file header).
-    pub fn counts(&self, proof: ProofType) -> Result<SectionCounts, String> {
+    pub fn counts(&self, proof: ProofType) -> Result<SectionCounts, LoadError> {
         self.loader.counts(proof)
     }
 
@@ -380,7 +416,7 @@ impl SrsManager {
         let mut srs_bytes = if was_hot {
             0
         } else {
-            self.loader.size(proof).map_err(err)?
+            self.loader.size(proof).map_err(|e| err(e.to_string()))?
         };
         // Too large ever to be hot beside a partition: paged, or refused.
         let paged = srs_bytes.saturating_add(extra) > self.budget.limit();
@@ -459,7 +495,7 @@ impl SrsManager {
         } else {
             self.loader.load(proof)
         };
-        let data = Arc::new(data.map_err(err)?);
+        let data = Arc::new(data.map_err(|e| err(e.to_string()))?);
         if data.charge() > charge.bytes() {
             // The loader under-estimated: charge the rest or refuse.
             let more = data.charge() - charge.bytes();
@@ -506,6 +542,7 @@ impl SrsManager {
 
     /// As [`Self::evict_idle_for`], sparing the circuit `keep`.
     fn evict_idle(&self, bytes: u64, keep: Option<&str>) -> u64 {
+        let mut gone = Vec::new();
         let mut entries = self.lock();
         let mut idle: Vec<(Option<Instant>, String)> = entries
             .iter()
@@ -523,11 +560,20 @@ impl SrsManager {
             if self.budget.used() + bytes <= self.budget.limit() {
                 break;
             }
-            if let Some(hot) = entries.get_mut(&id).and_then(|e| e.hot.take()) {
+            let Some(e) = entries.get_mut(&id) else {
+                continue;
+            };
+            if let Some(hot) = e.hot.take() {
+                gone.push(id.clone());
                 let b = hot.data.charge();
                 freed += b;
                 info!(circuit = %id, bytes = b, "SRS evicted under memory pressure");
             }
+        }
+        drop(entries);
+        // Their device copies go too, the table unlocked.
+        for id in gone {
+            self.device.forget(&id);
         }
         freed
     }
@@ -558,14 +604,44 @@ impl SrsManager {
                 in_use: e.in_use,
             });
         }
-        Ok(match e.hot.take() {
+        let out = match e.hot.take() {
             Some(hot) => {
                 let b = hot.data.charge();
                 info!(circuit = %circuit_id, bytes = b, "SRS evicted on request");
                 (true, b)
             }
             None => (false, 0),
-        })
+        };
+        drop(entries);
+        self.device.forget(circuit_id);
+        Ok(out)
+    }
+
+    /// The device copy of `lease`'s SRS on backend `slot` (its index among
+    /// the engine's backends), made ready by `backend` for partitions of
+    /// `size` if the device tier has none yet; `Ok` with no copy: prove
+    /// from host memory. The copy lives until the host copy is evicted (or
+    /// the device needs the room for another circuit while it is idle).
+    pub fn on_device(
+        &self,
+        lease: &SrsLease,
+        slot: usize,
+        backend: &dyn ProverBackend,
+        size: &WitnessSize,
+    ) -> Result<DeviceLease, SrsError> {
+        self.device
+            .on_device(
+                &lease.circuit_id,
+                &lease.data.as_srs_ref(),
+                slot,
+                backend,
+                size,
+            )
+            .map_err(|e| SrsError::Device {
+                circuit_id: lease.circuit_id.clone(),
+                backend: backend.name(),
+                message: e.to_string(),
+            })
     }
 
     /// Every circuit seen so far, by circuit id.
@@ -592,6 +668,7 @@ impl SrsManager {
                     in_use: e.in_use,
                     idle_secs: e.last_use.map(|t| t.elapsed().as_secs()),
                     loads: e.loads,
+                    on_devices: self.device.ready_on(id),
                 }
             })
             .collect();

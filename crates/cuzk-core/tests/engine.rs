@@ -141,7 +141,7 @@ async fn budget_is_never_exceeded_and_two_partitions_fit() {
     }
     .srs()
     .bytes();
-    let (abc, rest) = cuzk_core::engine::partition_bytes(&fake_counts(points));
+    let (abc, rest) = fake_partition_bytes(points);
     let part = abc + rest;
     // Room for the SRS and two partitions, not three.
     let limit = srs_bytes + 2 * part + part / 2;
@@ -187,7 +187,7 @@ fn fake_sizes() -> (u64, u64) {
     }
     .srs()
     .bytes();
-    let (abc, rest) = cuzk_core::engine::partition_bytes(&fake_counts(100));
+    let (abc, rest) = fake_partition_bytes(100);
     (srs, abc + rest)
 }
 

@@ -5,7 +5,7 @@
 use bellperson::groth16::Parameters;
 use blstrs::{Bls12, Scalar};
 use cuzk_core::params::param_files;
-use cuzk_core::prover::partition_source;
+use cuzk_core::prover::proof_circuits;
 use cuzk_core::ProofKind;
 use cuzk_prover::srs::{ParamsFile, SubgroupCheck};
 use cuzk_prover::{CpuBackend, ProverBackend};
@@ -20,7 +20,8 @@ fn fixtures() -> cuzk_fixtures::Fixtures {
 fn check(kind: ProofKind) {
     let f = fixtures();
     let req = f.request(kind).unwrap().validate(u64::MAX).unwrap();
-    let src = partition_source(&req).unwrap();
+    let circuits = proof_circuits(&req).unwrap();
+    let src = circuits.source();
     let files = param_files(req.proof_type).unwrap();
     // bellperson reads the parameters its way, we ours.
     let params =
@@ -34,7 +35,8 @@ fn check(kind: ProofKind) {
     let r: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
     let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
 
-    let theirs = src
+    let theirs = circuits
+        .reference()
         .bellperson_proofs(&params, r.clone(), s.clone())
         .unwrap();
     let mut witnesses: Vec<_> = (0..n).map(|k| src.synthesize(k).unwrap().witness).collect();

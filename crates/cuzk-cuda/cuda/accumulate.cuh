@@ -3,9 +3,9 @@
 //!
 //! sppark's `accumulate` hands each warp 32 consecutive buckets, one per
 //! thread, and a warp takes new ones only when its longest bucket is done.
-//! Bucket sizes vary (about ±√m around m points), so lanes idle: the
-//! 2^27 H MSM's `accumulate` ran at ~2.2 G additions/s where a warp of
-//! equal lanes adds ~2.6 G/s (`experiments/affine_add.cu`, its xyzz line).
+//! Bucket sizes vary (about ±√m around m points), so lanes idle (measured
+//! against a warp of equal lanes, `crates/cuzk-lab/experiments/affine_add.cu`:
+//! docs/PERF.md).
 //! Here the buckets are first ordered by size, largest first (CUB's radix
 //! sort on the clamped sizes), and the warps take them in that order from
 //! a counter, so the lanes of a warp walk buckets of nearly one length.

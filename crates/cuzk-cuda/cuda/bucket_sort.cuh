@@ -2,9 +2,9 @@
 //! driver: the step between sppark's `breakdown` and its `accumulate`.
 //!
 //! sppark's `sort` runs at most 32 blocks per window (it asserts
-//! gridDim.x ≤ 32) and two windows per launch, so about half of an H200's
-//! SMs sort while the rest idle: ~57 ms for the 13 windows of 2^26 points
-//! in the 2^27 H MSM, most of it exposed. Here each window is sorted by
+//! gridDim.x ≤ 32) and two windows per launch, so on a large card about
+//! half the SMs sort while the rest idle (the timings: docs/PERF.md). Here
+//! each window is sorted by
 //! `cub::DeviceRadixSort` over all SMs. The result has sppark's layout, so
 //! `accumulate`, `batch_addition` and the integration read it unchanged:
 //! - `digits[y]`: the window's point indices (sign in bit 31) grouped by
@@ -17,7 +17,7 @@
 //! 2^(w − top) buckets of one weight by the low bits of the point index
 //! (`integrate.cuh`'s stride mask weighs them so); one bucket per digit
 //! would leave a few threads of `accumulate` with 2^(w − top) times the
-//! work (tried: the 2^27 H MSM took 3× as long).
+//! work.
 
 #ifndef __CUZK_BUCKET_SORT_CUH__
 #define __CUZK_BUCKET_SORT_CUH__

@@ -10,7 +10,8 @@
 //! (`bucket_sort.cuh`), the bucket accumulation in size order
 //! (`accumulate.cuh`) and the bucket integration (`integrate.cuh`). The
 //! H stage's entry points are in `h_stage.cuh`, the context's allocator in
-//! `dalloc.cuh`, host-to-device copies in `host_copy.cuh`. Memory layouts are blst's, which are
+//! `dalloc.cuh`, host-to-device copies in `host_copy.cuh`, the settings
+//! (`[gpus.tuning]`) in `tuning.cuh`. Memory layouts are blst's, which are
 //! blstrs': `fr_t` is blst_fr (Montgomery, 4×u64 LE), an affine point is
 //! blst_p1_affine (Montgomery x, y; identity = all zero),
 //! `jacobian_t<fp_t>` is blst_p1.
@@ -19,6 +20,8 @@
 //! holding device buffers that live across calls. Every function catches all
 //! C++ exceptions (sppark throws `cuda_error`) and returns a `RustError`
 //! whose message Rust frees: nothing unwinds into Rust, nothing aborts.
+//! The functions for cuzk-lab's benches and the tests' allocation-failure
+//! hook exist only when built with `CUZK_LAB` (the crate's `lab` feature).
 
 #include <cuda.h>
 // CUB (with the toolkit) before sppark's headers, whose macros it need not see.
@@ -58,6 +61,7 @@ template<class T> struct is_device_ptr<dev_view<T>> {
     static const bool value{true};
 };
 
+#include "tuning.cuh"
 #include "dalloc.cuh"
 #include "host_copy.cuh"
 #include "msm_driver.cuh"
@@ -82,13 +86,15 @@ struct cuzk_cuda_ctx {
     stream_t* upload = nullptr;
     // Page-locked chunks for host-to-device copies (host_copy.cuh) and
     // whether to use them (else page-lock each source per copy).
-    stage_ring stage;
-    bool staged_copies = false;
+    chunk_ring chunks;
+    bool chunked_copies = false;
     host_copy_mode copy_mode() const
     {
-        return host_copy(staged_copies ? host_copy_mode::staged
-                                       : host_copy_mode::registered);
+        return host_copy(tune.host_copy, chunked_copies ? host_copy_mode::chunked
+                                                       : host_copy_mode::registered);
     }
+    // gpus.tuning (cuzk_cuda_set_tuning; a worker takes its owner's).
+    cuzk_cuda_tuning tune = default_tuning();
     // Kernel-region timing (owner context): events recorded on the
     // device's main stream when the device lock is taken and released.
     cudaEvent_t span[2] = {nullptr, nullptr};
@@ -256,11 +262,10 @@ static RustError msm_resident(cuzk_cuda_ctx* ctx, int source, int sec,
     const affine_T* points = (const affine_T*)s.ptr + offset;
     // Witness scalars (not H's) are mostly 0 or 1: split them.
     if (source != SRC_H && npoints >= ctx->split_min &&
-        msm_split01<bucket_T>(*ctx->gpu, ctx->id, ctx->mem, ctx->split,
-                              scalars, points,
-                              npoints, out, &ctx->shape))
+        msm_split01<bucket_T>(*ctx->gpu, ctx->id, ctx->tune, ctx->mem, ctx->split,
+                              scalars, points, npoints, out, &ctx->shape))
         return RustError{0};
-    msm_device<bucket_T>(*ctx->gpu, ctx->id, points, scalars, npoints, out);
+    msm_device<bucket_T>(*ctx->gpu, ctx->tune, points, scalars, npoints, out);
     CUZK_CATCH
 }
 
@@ -336,6 +341,8 @@ RustError cuzk_cuda_ctx_new_worker(cuzk_cuda_ctx* owner, cuzk_cuda_ctx** out)
     ctx->mem.device = owner->id;
     ctx->mem.limit = owner->mem.limit;
     ctx->split_min = owner->split_min;
+    ctx->tune = owner->tune;
+    ctx->chunks.threads = owner->chunks.threads;
     try {
         ctx->upload = new stream_t(owner->id);
     } catch (...) {
@@ -435,6 +442,29 @@ RustError cuzk_cuda_set_vram_limit(cuzk_cuda_ctx* ctx, size_t limit)
     CUZK_CATCH
 }
 
+// gpus.tuning for this context's kernels and copies (a worker context
+// made later takes its owner's).
+RustError cuzk_cuda_set_tuning(cuzk_cuda_ctx* ctx, const cuzk_cuda_tuning* tune)
+{
+    CUZK_TRY
+    ctx->tune = *tune;
+    ctx->chunks.threads = tune->copy_threads;
+    CUZK_CATCH
+}
+
+// Device scratch bytes of one MSM of `npoints` device points on this
+// context's device with its tuning (the larger of G1 and G2; see
+// msm_driver::plan): what the staging tiers are sized with.
+RustError cuzk_cuda_msm_scratch(cuzk_cuda_ctx* ctx, size_t npoints, size_t* bytes)
+{
+    CUZK_TRY
+    *bytes = 0;
+    ctx->gpu->select();
+    *bytes = msm_scratch_bytes(*ctx->gpu, ctx->tune, npoints);
+    CUZK_CATCH
+}
+
+#ifdef CUZK_LAB
 // Test hook: the context's next `count` allocations fail as if the device
 // were full.
 RustError cuzk_cuda_fail_next_allocs(cuzk_cuda_ctx* ctx, int count)
@@ -443,6 +473,7 @@ RustError cuzk_cuda_fail_next_allocs(cuzk_cuda_ctx* ctx, int count)
     ctx->mem.fail_next = count;
     CUZK_CATCH
 }
+#endif
 
 // Allocates resident SRS section `sec` for `npoints` points (freeing what
 // it held); its content is undefined until uploaded or tiled.
@@ -476,12 +507,13 @@ RustError cuzk_cuda_srs_upload(cuzk_cuda_ctx* ctx, int sec, size_t offset,
     if (offset > s.npoints || npoints > s.npoints - offset)
         return bad_arg("upload past the end of the SRS section");
     if (npoints)
-        copy_to_device(ctx->copy_mode(), ctx->stage, (cudaStream_t)*ctx->gpu,
+        copy_to_device(ctx->copy_mode(), ctx->chunks, (cudaStream_t)*ctx->gpu,
                        (char*)s.ptr + offset * s.elem, points,
                        npoints * s.elem);
     CUZK_CATCH
 }
 
+#ifdef CUZK_LAB
 // Fills section `sec` with `npattern` host points repeated (for benches:
 // valid points without a real SRS): one upload, then doubling copies on the
 // device.
@@ -499,7 +531,7 @@ RustError cuzk_cuda_srs_tile(cuzk_cuda_ctx* ctx, int sec, const void* pattern,
     size_t first = npattern < s.npoints ? npattern : s.npoints;
     char* base = (char*)s.ptr;
     if (first)
-        copy_to_device(ctx->copy_mode(), ctx->stage, (cudaStream_t)gpu, base,
+        copy_to_device(ctx->copy_mode(), ctx->chunks, (cudaStream_t)gpu, base,
                        pattern, first * s.elem);
     for (size_t done = first; done < s.npoints;) {
         size_t k = done < s.npoints - done ? done : s.npoints - done;
@@ -510,6 +542,7 @@ RustError cuzk_cuda_srs_tile(cuzk_cuda_ctx* ctx, int sec, const void* pattern,
     gpu.sync();
     CUZK_CATCH
 }
+#endif
 
 // Frees every resident SRS section.
 RustError cuzk_cuda_srs_free(cuzk_cuda_ctx* ctx)
@@ -532,7 +565,7 @@ RustError cuzk_cuda_upload_aux(cuzk_cuda_ctx* ctx, const fr_t* aux, size_t len)
     ctx->picked_len = 0;
     ctx->aux.reserve(ctx->mem, len ? len : 1);
     if (len)
-        copy_to_device(ctx->copy_mode(), ctx->stage,
+        copy_to_device(ctx->copy_mode(), ctx->chunks,
                        (cudaStream_t)*ctx->upload, ctx->aux.ptr, aux,
                        len * sizeof(fr_t));
     ctx->aux_len = len;
@@ -542,8 +575,7 @@ RustError cuzk_cuda_upload_aux(cuzk_cuda_ctx* ctx, const fr_t* aux, size_t len)
 // Picks the aux scalars whose bit is set in the bitmap `words` (`nbits` =
 // aux length), in order, into the scalar source SRC_PICKED; `*count` is
 // how many. The bitmap is copied up, its words' bits counted and scanned
-// by CUB and the scalars compacted, a thread each; `CUZK_PICK_HOST=1`
-// counts on the host instead (the first version, for comparisons).
+// by CUB and the scalars compacted, a thread each.
 RustError cuzk_cuda_pick(cuzk_cuda_ctx* ctx, const uint64_t* words,
                          size_t nbits, size_t* count)
 {
@@ -559,24 +591,12 @@ RustError cuzk_cuda_pick(cuzk_cuda_ctx* ctx, const uint64_t* words,
     if (nbits == 0)
         return RustError{0};
     size_t nwords = (nbits + 63) / 64;
-    static const bool on_host = getenv("CUZK_PICK_HOST") != nullptr;
     size_t total = 0;
     ctx->words.reserve(ctx->mem, nwords);
     ctx->offsets.reserve(ctx->mem, nwords + 1);
-    if (on_host) {
-        std::vector<uint32_t> offs(nwords);
-        for (size_t w = 0; w < nwords; w++) {
-            uint64_t bits = words[w];
-            if (w == nwords - 1 && nbits % 64)
-                bits &= ((uint64_t)1 << (nbits % 64)) - 1;
-            offs[w] = (uint32_t)total;
-            total += __builtin_popcountll(bits);
-        }
-        gpu.HtoD(ctx->words.ptr, words, nwords);
-        gpu.HtoD(ctx->offsets.ptr, offs.data(), nwords);
-    } else {
+    {
         const stream_t& s = gpu;
-        copy_to_device(ctx->copy_mode(), ctx->stage, s, ctx->words.ptr, words,
+        copy_to_device(ctx->copy_mode(), ctx->chunks, s, ctx->words.ptr, words,
                        nwords * sizeof(uint64_t));
         size_t scan_b = 0;
         CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_b, (uint32_t*)nullptr,
@@ -602,16 +622,11 @@ RustError cuzk_cuda_pick(cuzk_cuda_ctx* ctx, const uint64_t* words,
         return bad_arg("too many scalars for one MSM");
     if (total > 0) {
         ctx->picked.reserve(ctx->mem, total);
-        if (on_host) {
-            launch_compact(gpu, ctx->picked.ptr, ctx->aux.ptr, ctx->words.ptr,
-                           ctx->offsets.ptr, nwords, nbits);
-        } else {
-            const unsigned block = 256;
-            compact_by_bits<<<grid_for(gpu, nbits, block), block, 0, gpu>>>(
-                ctx->picked.ptr, ctx->aux.ptr, ctx->words.ptr, ctx->offsets.ptr,
-                nbits);
-            CUDA_OK(cudaGetLastError());
-        }
+        const unsigned block = 256;
+        compact_by_bits<<<grid_for(gpu, nbits, block), block, 0, gpu>>>(
+            ctx->picked.ptr, ctx->aux.ptr, ctx->words.ptr, ctx->offsets.ptr,
+            nbits);
+        CUDA_OK(cudaGetLastError());
         gpu.sync();
     }
     ctx->picked_len = total;
@@ -656,10 +671,10 @@ RustError cuzk_cuda_msm_g2_resident(cuzk_cuda_ctx* ctx, int source, int sec,
 
 // Host copies of this context through its page-locked chunks (`on`) or
 // by page-locking each source per copy (host_copy.cuh).
-RustError cuzk_cuda_set_staged_copies(cuzk_cuda_ctx* ctx, int on)
+RustError cuzk_cuda_set_chunked_copies(cuzk_cuda_ctx* ctx, int on)
 {
     CUZK_TRY
-    ctx->staged_copies = on != 0;
+    ctx->chunked_copies = on != 0;
     CUZK_CATCH
 }
 

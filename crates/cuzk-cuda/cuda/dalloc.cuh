@@ -12,8 +12,8 @@
 //!
 //! `dalloc` also implements `gpus.vram_limit` (the card is taken to have only
 //! that many bytes: an allocation that would take the device's use past it
-//! fails as if the card were full) and a test hook that makes the next
-//! allocations fail. A failed allocation throws a `cuda_error` with code
+//! fails as if the card were full) and, built with `CUZK_LAB`, a test hook
+//! that makes the next allocations fail. A failed allocation throws a `cuda_error` with code
 //! `CUZK_OOM` and leaves the context usable.
 
 #ifndef __CUZK_DALLOC_CUH__
@@ -33,16 +33,20 @@ struct dalloc {
     int device = 0;
     // gpus.vram_limit in bytes (0: the whole card).
     size_t limit = 0;
+#ifdef CUZK_LAB
     // Test hook: this many of the next allocations fail.
     int fail_next = 0;
+#endif
 
     void* get(size_t bytes)
     {
+#ifdef CUZK_LAB
         if (fail_next > 0) {
             fail_next--;
             throw cuda_error{CUZK_OOM,
                              std::string("injected allocation failure (test hook)")};
         }
+#endif
         if (limit) {
             trim_pool();
             size_t free_b = 0, total = 0;
@@ -76,18 +80,16 @@ struct dalloc {
 
     // The device's stream-ordered pool (MSM scratch, many GB at 2^27)
     // keeps what is freed instead of unmapping it at every
-    // synchronisation and mapping it again for the next MSM (15–25 ms a
-    // 2^27 MSM); `get`, `available` and cuzk_cuda_mem_info trim it when
+    // synchronisation and mapping it again for the next MSM (what that
+    // costs: docs/PERF.md); `get`, `available` and cuzk_cuda_mem_info trim it when
     // they need the room or a true free figure (the backend reads the room
     // before every partition, so what the pool holds goes back to the card
     // at least that often; other processes on the card see it as used
-    // until then). `CUZK_POOL_RELEASE=1`: CUDA's default (release at
-    // once), for comparisons.
+    // until then).
     static void keep_pool(int device)
     {
-        static const bool release = getenv("CUZK_POOL_RELEASE") != nullptr;
         cudaMemPool_t pool;
-        if (!release && cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+        if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
             uint64_t keep = UINT64_MAX;
             (void)cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
         }

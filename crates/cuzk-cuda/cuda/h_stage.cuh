@@ -12,23 +12,20 @@ static void enqueue_vec(cuzk_cuda_ctx* ctx, const stream_t& cp, int k,
                         const fr_t* h, size_t len, size_t n, event_t& landed)
 {
     fr_t* d = ctx->abc.ptr + k * n;
-    enqueue_host_copy(ctx->copy_mode(), ctx->stage, cp, d, h,
+    enqueue_host_copy(ctx->copy_mode(), ctx->chunks, cp, d, h,
                       len * sizeof(fr_t));
     if (len < n)
         cp.bzero(d + len, n - len);
     landed.record(cp);
 }
 
-// `CUZK_NTT_TRACE=1`: the GPU time of each step of `cuzk_cuda_h_compute`
-// (the H stage without copies), printed to stderr; event records only.
+// `gpus.tuning.trace_ntt`: the GPU time of each step of
+// `cuzk_cuda_h_compute` (the H stage without copies), printed to stderr;
+// event records only.
 struct ntt_trace {
     bool on;
     std::vector<std::pair<const char*, cudaEvent_t>> ev;
-    ntt_trace()
-    {
-        static const bool env = getenv("CUZK_NTT_TRACE") != nullptr;
-        on = env;
-    }
+    explicit ntt_trace(bool enabled) : on(enabled) {}
     void mark(const char* what, const stream_t& s)
     {
         cudaEvent_t e;
@@ -150,7 +147,7 @@ RustError cuzk_cuda_h_compute(cuzk_cuda_ctx* ctx, uint32_t lg_n,
         return bad_arg("a, b, c not uploaded for this domain");
     const stream_t& s = gpu;
     size_t n = (size_t)1 << lg_n;
-    ntt_trace trace;
+    ntt_trace trace{ctx->tune.ntt_trace != 0};
     trace.mark("start", s);
     for (int k = 0; k < 3; k++)
         to_coset(s, ctx->abc.ptr + k * n, lg_n, &trace);
@@ -181,7 +178,7 @@ RustError cuzk_cuda_h_prepare(cuzk_cuda_ctx* ctx, const fr_t* a, const fr_t* b,
         const size_t bytes = len * sizeof(fr_t);
         host_pin pa(m, a, bytes, cp), pb(m, b, bytes, cp), pc(m, c, bytes, cp);
         event_t ev[3];
-        // Vector k's NTTs are enqueued once its copy is: a staged copy
+        // Vector k's NTTs are enqueued once its copy is: a chunked copy
         // keeps the host busy until its last chunk is enqueued.
         for (int k = 0; k < 3; k++) {
             enqueue_vec(ctx, cp, k, h[k], len, n, ev[k]);
@@ -225,7 +222,7 @@ RustError cuzk_cuda_h_prepare_a_only(cuzk_cuda_ctx* ctx, const fr_t* a,
             fr_t* dst = d[k == 0 ? 0 : 1];
             if (k == 2)
                 done.wait(cp);  // b's buffer is free again
-            enqueue_host_copy(m, ctx->stage, cp, dst, h[k], bytes);
+            enqueue_host_copy(m, ctx->chunks, cp, dst, h[k], bytes);
             if (len < n)
                 cp.bzero(dst + len, n - len);
             landed.record(cp);
@@ -261,7 +258,7 @@ RustError cuzk_cuda_h_upload(cuzk_cuda_ctx* ctx, const fr_t* h, size_t len,
     size_t n = (size_t)1 << lg_n;
     const stream_t& s = *ctx->upload;
     if (len)
-        copy_to_device(ctx->copy_mode(), ctx->stage, (cudaStream_t)s,
+        copy_to_device(ctx->copy_mode(), ctx->chunks, (cudaStream_t)s,
                        ctx->abc.ptr, h, len * sizeof(fr_t));
     if (len < n)
         s.bzero(ctx->abc.ptr + len, n - len);

@@ -1,19 +1,20 @@
 //! Host-to-device copies from pageable host memory (witness vectors, H
 //! from the host, SRS points). Three ways, chosen per context
-//! (`cuzk_cuda_set_staged_copies`, set by the backend before each
-//! partition's H stage: staged while several worker contexts share the
+//! (`cuzk_cuda_set_chunked_copies`, set by the backend before each
+//! partition's H stage: chunked while several worker contexts share the
 //! device, registered otherwise; the owner context, which uploads the
-//! resident SRS, keeps `register`) unless the environment variable
-//! `CUZK_HOST_COPY` forces one:
+//! resident SRS, keeps `registered`) unless `gpus.tuning.host_copy` forces
+//! one (`cuzk_cuda_tuning::host_copy`):
 //!
-//! - `staged`: each context keeps a small ring of page-locked chunk
+//! - `chunked`: each context keeps a small ring of page-locked chunk
 //!   buffers, allocated once; a copy memcpys the source into a free chunk
-//!   (pieces of at least 4 MiB, at most `CUZK_STAGE_THREADS` host threads)
+//!   (pieces of at least 4 MiB, at most `gpus.tuning.copy_threads` host
+//!   threads)
 //!   and enqueues that chunk's DMA while the next chunk is filled. No
 //!   page-locking per call, so one worker's copy never holds the driver
 //!   while another worker launches kernels, and the source may be freed
 //!   as soon as the copy is enqueued.
-//! - `register`: the source range is page-locked (`cudaHostRegister`) for
+//! - `registered`: the source range is page-locked (`cudaHostRegister`) for
 //!   the copy and unlocked after it.
 //! - `pageable`: plain `cudaMemcpyAsync` from pageable memory (the driver
 //!   stages it itself, and the host waits).
@@ -26,23 +27,16 @@
 #include <thread>
 #include <vector>
 
-enum class host_copy_mode { staged, registered, pageable };
+enum class host_copy_mode { chunked, registered, pageable };
 
-// The mode `CUZK_HOST_COPY` forces for every context, or `fallback` (the
-// context's own choice, see cuzk_cuda_set_staged_copies).
-static host_copy_mode host_copy(host_copy_mode fallback)
+// The mode `forced` (gpus.tuning.host_copy: a host_copy_mode, or -1)
+// names for every context, or `fallback` (the context's own choice, see
+// cuzk_cuda_set_chunked_copies).
+static host_copy_mode host_copy(int32_t forced, host_copy_mode fallback)
 {
-    static const int forced = [] {
-        const char* v = getenv("CUZK_HOST_COPY");
-        if (v && !strcmp(v, "staged"))
-            return (int)host_copy_mode::staged;
-        if (v && !strcmp(v, "register"))
-            return (int)host_copy_mode::registered;
-        if (v && !strcmp(v, "pageable"))
-            return (int)host_copy_mode::pageable;
-        return -1;
-    }();
-    return forced < 0 ? fallback : (host_copy_mode)forced;
+    if (forced < 0 || forced > (int32_t)host_copy_mode::pageable)
+        return fallback;
+    return (host_copy_mode)forced;
 }
 
 // Runs f(i) for i < n: f(0) on this thread, the others on new threads,
@@ -90,14 +84,17 @@ static void par_memcpy(char* dst, const char* src, size_t bytes,
     });
 }
 
-// A context's page-locked chunk buffers for `staged` copies.
-struct stage_ring {
+// A context's page-locked chunk buffers for `chunked` copies.
+struct chunk_ring {
     static constexpr int SLOTS = 3;
     static constexpr size_t CHUNK = (size_t)64 << 20;
     char* buf[SLOTS] = {};
     cudaEvent_t freed[SLOTS] = {};
     bool pending[SLOTS] = {};
     int next = 0;
+    // Host threads filling a chunk (gpus.tuning.copy_threads; 0: one per
+    // core up to 16, since fewer lose to busy host threads: docs/PERF.md).
+    unsigned threads = 0;
 
     size_t bytes() const { return buf[0] ? SLOTS * CHUNK : 0; }
 
@@ -119,15 +116,9 @@ struct stage_ring {
     // `dst`; on return `src` is no longer read.
     void copy(cudaStream_t s, void* dst, const void* src, size_t bytes)
     {
-        // One per core up to 16: fewer lose to busy host threads (with 4,
-        // two workers at 2^27 left the GPU idle 4 % of the time waiting
-        // for copies; docs/PERF.md).
-        static const unsigned threads = [] {
-            const char* v = getenv("CUZK_STAGE_THREADS");
-            long cores = (long)std::thread::hardware_concurrency();
-            long t = v ? strtol(v, nullptr, 10) : cores < 16 ? cores : 16;
-            return (unsigned)(t < 1 ? 1 : t > 64 ? 64 : t);
-        }();
+        long cores = (long)std::thread::hardware_concurrency();
+        long want = threads ? (long)threads : cores < 16 ? cores : 16;
+        const unsigned nthreads = (unsigned)(want < 1 ? 1 : want > 64 ? 64 : want);
         ensure();
         for (size_t off = 0; off < bytes; off += CHUNK) {
             size_t k = bytes - off < CHUNK ? bytes - off : CHUNK;
@@ -137,7 +128,7 @@ struct stage_ring {
                 CUDA_OK(cudaEventSynchronize(freed[i]));
                 pending[i] = false;
             }
-            par_memcpy(buf[i], (const char*)src + off, k, threads);
+            par_memcpy(buf[i], (const char*)src + off, k, nthreads);
             CUDA_OK(cudaMemcpyAsync((char*)dst + off, buf[i], k,
                                     cudaMemcpyHostToDevice, s));
             CUDA_OK(cudaEventRecord(freed[i], s));
@@ -145,7 +136,7 @@ struct stage_ring {
         }
     }
 
-    ~stage_ring()
+    ~chunk_ring()
     {
         for (int i = 0; i < SLOTS; i++) {
             if (pending[i])
@@ -158,7 +149,7 @@ struct stage_ring {
     }
 };
 
-// Page-locks a host range while it lives in `register` mode (else does
+// Page-locks a host range while it lives in `registered` mode (else does
 // nothing); before unlocking it waits for `stream`, the one copying from
 // it (also when an exception unwinds).
 struct host_pin {
@@ -189,21 +180,21 @@ struct host_pin {
 };
 
 // Enqueues on `s` a copy from host memory (pinned by a live `host_pin` in
-// `register` mode) to the device, through `ring` in `staged` mode.
-static void enqueue_host_copy(host_copy_mode mode, stage_ring& ring,
+// `registered` mode) to the device, through `ring` in `chunked` mode.
+static void enqueue_host_copy(host_copy_mode mode, chunk_ring& ring,
                               cudaStream_t s, void* dst, const void* src,
                               size_t bytes)
 {
     if (bytes == 0)
         return;
-    if (mode == host_copy_mode::staged)
+    if (mode == host_copy_mode::chunked)
         ring.copy(s, dst, src, bytes);
     else
         CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
 }
 
 // Copies `bytes` from host memory to the device on `s` and waits for it.
-static void copy_to_device(host_copy_mode mode, stage_ring& ring,
+static void copy_to_device(host_copy_mode mode, chunk_ring& ring,
                            cudaStream_t s, void* dst, const void* src,
                            size_t bytes)
 {

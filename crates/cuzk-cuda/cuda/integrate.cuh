@@ -3,8 +3,8 @@
 //! `msm_driver.cuh`) combines.
 //!
 //! sppark's `integrate` runs one block per window, 256 threads each walking
-//! 2^(w−9) buckets: at the 2^27 H MSM's 20-bit windows that is 13 blocks
-//! busy for ~77 ms while the other SMs idle. Here each window is cut into
+//! 2^(w−9) buckets: at 20-bit windows that is 13 blocks busy while the
+//! other SMs idle (docs/PERF.md). Here each window is cut into
 //! `m` times more spans (`integrate_spans`, many blocks per window), and a
 //! second small kernel (`integrate_merge`) folds every m consecutive
 //! spans' pairs into one, so the result has sppark's layout: per window

@@ -1,7 +1,7 @@
 //! cuzk's own small kernels: the pointwise step of the H polynomial (in one
 //! kernel, or in two for the a-only staging tier) and the compaction of
-//! scalars by a density bitmap (offsets from a host loop, or counted and
-//! scanned on the device). Included by `cuzk_cuda.cu`
+//! scalars by a density bitmap (set bits counted per word, then scanned by
+//! CUB on the device). Included by `cuzk_cuda.cu`
 //! after sppark's field types.
 
 #ifndef __CUZK_KERNELS_CUH__
@@ -43,28 +43,6 @@ __global__ void h_sub_scale(fr_t* a, const fr_t* c, fr_t z_inv, size_t n)
         x -= c[i];
         x *= z_inv;
         a[i] = x;
-    }
-}
-
-// out[offsets[w] + j] = in[64·w + bit] for the j-th set bit of words[w].
-__global__ void compact_by_bitmap(fr_t* out, const fr_t* in,
-                                  const uint64_t* words,
-                                  const uint32_t* offsets, size_t nwords,
-                                  size_t nbits)
-{
-    size_t stride = (size_t)blockDim.x * gridDim.x;
-    for (size_t w = threadIdx.x + (size_t)blockIdx.x * blockDim.x; w < nwords;
-         w += stride) {
-        uint64_t bits = words[w];
-        size_t off = offsets[w];
-        while (bits) {
-            int b = __ffsll((long long)bits) - 1;
-            size_t i = w * 64 + b;
-            if (i >= nbits)
-                break;
-            out[off++] = in[i];
-            bits &= bits - 1;
-        }
     }
 }
 
@@ -115,7 +93,7 @@ __global__ void word_popc(uint32_t* counts, const uint64_t* words,
     }
 }
 
-// The same as compact_by_bitmap, a thread a scalar: in[i] goes to
+// The scalars of set bits in order, a thread a scalar: in[i] goes to
 // offsets[i/64] plus the set bits below it in its word.
 __global__ void compact_by_bits(fr_t* out, const fr_t* in,
                                 const uint64_t* words,
@@ -129,16 +107,6 @@ __global__ void compact_by_bits(fr_t* out, const fr_t* in,
         if ((word >> b) & 1)
             out[offsets[i / 64] + __popcll(word & (((uint64_t)1 << b) - 1))] = in[i];
     }
-}
-
-static void launch_compact(const stream_t& s, fr_t* out, const fr_t* in,
-                           const uint64_t* words, const uint32_t* offsets,
-                           size_t nwords, size_t nbits)
-{
-    const unsigned block = 256;
-    compact_by_bitmap<<<grid_for(s, nwords, block), block, 0, s>>>(
-        out, in, words, offsets, nwords, nbits);
-    CUDA_OK(cudaGetLastError());
 }
 
 #endif

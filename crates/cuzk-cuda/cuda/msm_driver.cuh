@@ -1,7 +1,7 @@
 //! Our host driver around sppark's Pippenger kernels (`breakdown`,
-//! `batch_addition`, and `sort`, `accumulate`, `integrate` where ours are
-//! switched off, from `msm/pippenger.cuh`), for MSMs whose points and
-//! scalars are already on the device.
+//! `batch_addition`, and `integrate` where ours does not apply, from
+//! `msm/pippenger.cuh`), for MSMs whose points and scalars are already on
+//! the device.
 //!
 //! sppark's own `msm_t::invoke` copies each batch's window sums to the host
 //! and waits for them before it launches the next batch, so the GPU idles
@@ -12,15 +12,16 @@
 //! after the last batch. The host never waits between batches.
 //!
 //! The window width follows sppark's rule, except 17 bits for the middle
-//! sizes and 22 for the largest G1 MSMs (see `WIDE_WBITS`). For
-//! experiments, `CUZK_MSM_WBITS` (10–22) forces it for MSMs of at least
-//! 2^26 points and `CUZK_MSM_WBITS_MID` for those of 2^21 to 2^26: wider
+//! sizes and 22 for the largest G1 MSMs (see `WIDE_WBITS`);
+//! `gpus.tuning.msm_window_bits` forces it for MSMs of at least 2^26
+//! points and `msm_window_bits_mid` for those of 2^21 to 2^26: wider
 //! windows mean fewer windows and batches but more buckets to integrate.
 //! Buckets are integrated by `integrate.cuh` where it applies, and each
 //! batch's digits are sorted by `bucket_sort.cuh` (CUB's radix sort over
 //! all SMs) and accumulated bucket by bucket in size order by
-//! `accumulate.cuh`; `CUZK_MSM_SPPARK_SORT=1` and
-//! `CUZK_MSM_SPPARK_ACCUMULATE=1` switch back to sppark's kernels.
+//! `accumulate.cuh`. The device scratch of one MSM is `plan(n).bytes()`,
+//! which `cuzk_cuda_msm_scratch` exports for the staging tiers: the one
+//! copy of the window rule and the scratch bound.
 
 #ifndef __CUZK_MSM_DRIVER_CUH__
 #define __CUZK_MSM_DRIVER_CUH__
@@ -58,7 +59,7 @@ void fold_sums(bucket_mem* acc, const bucket_mem* sums, uint32_t n, bool first)
         acc[i] = a;
 }
 
-// `CUZK_MSM_TRACE=1`: per batch of MSMs of 2^20 points or more, the GPU
+// `gpus.tuning.trace_msm`: per batch of MSMs of 2^20 points or more, the GPU
 // time of each phase, printed to stderr (for tuning; it adds event records
 // only). Phases: on the sort stream breakdown and sort; on the main stream
 // the wait for the sort, batch_addition, accumulate, integrate and fold.
@@ -75,10 +76,9 @@ struct msm_trace {
             host[k] = std::chrono::steady_clock::now();
     }
 
-    explicit msm_trace(size_t npoints)
+    msm_trace(bool enabled, size_t npoints)
     {
-        static const bool env = getenv("CUZK_MSM_TRACE") != nullptr;
-        on = env && npoints >= ((size_t)1 << 20);
+        on = enabled && npoints >= ((size_t)1 << 20);
     }
     void mark(size_t batch, int what, cudaStream_t s)
     {
@@ -154,6 +154,7 @@ struct msm_driver {
     static const uint32_t WIDE_LG = 27, WIDE_WBITS = 22;
 
     const gpu_t& gpu;
+    const cuzk_cuda_tuning& tune;
     uint32_t wbits, nwins;
 
     static int lg2(size_t n)
@@ -164,7 +165,8 @@ struct msm_driver {
         return r;
     }
 
-    msm_driver(const gpu_t& g, size_t npoints) : gpu(g)
+    msm_driver(const gpu_t& g, size_t npoints, const cuzk_cuda_tuning& t)
+        : gpu(g), tune(t)
     {
         // sppark's choice for this many points.
         wbits = 10;
@@ -173,42 +175,80 @@ struct msm_driver {
             wbits = w > 18 ? 18 : w < 10 ? 10 : w;
         }
         // With CUB's sort (`bucket_sort.cuh`) a window costs less, so the
-        // middle sizes take 17-bit windows where sppark's rule says 14–16:
-        // the ~3.4 M-point B "others" and the ~13 M-point L/A "others" of
-        // a 2^27 partition take 9–16 % less time, the ~6.7 M-point ones of
-        // a 2^26 partition 24–25 % (docs/PERF.md). (14-bit windows also left a 3-bit
-        // top window, too narrow for our integration.)
+        // middle sizes take 17-bit windows where sppark's rule says 14–16
+        // (faster on an H200, docs/PERF.md; 14-bit windows also left a
+        // 3-bit top window, too narrow for our integration).
         int lg = lg2(npoints + npoints / 2);
         if (lg >= 22 && lg <= 24)
             wbits = 17;
         // The largest G1 MSMs (a 2^27 partition's H) run faster with
         // 22-bit windows: 12 windows in one batch instead of sppark's 15
-        // in 8, for ~12 GB more scratch. With the accumulation in size
-        // order, 22 bits beat 20 (13 windows, 2 batches) by 5 %; 21 bits
-        // still need 13 windows (docs/PERF.md). Smaller MSMs lose.
+        // in 8, for more scratch; 21 bits still need 13 windows
+        // (docs/PERF.md). Smaller MSMs lose.
         if (bucket_T::degree == 1 && lg >= (int)WIDE_LG)
             wbits = WIDE_WBITS;
-        static const long forced = [] {
-            const char* v = getenv("CUZK_MSM_WBITS");
-            return v ? strtol(v, nullptr, 10) : 0;
-        }();
+        const uint32_t forced = t.msm_window_bits;
         if (forced >= 10 && forced <= 22 && npoints >= ((size_t)1 << 26))
-            wbits = (uint32_t)forced;
-        static const long forced_mid = [] {
-            const char* v = getenv("CUZK_MSM_WBITS_MID");
-            return v ? strtol(v, nullptr, 10) : 0;
-        }();
+            wbits = forced;
+        const uint32_t forced_mid = t.msm_window_bits_mid;
         if (forced_mid >= 10 && forced_mid <= 22 && npoints >= ((size_t)1 << 21) &&
             npoints < ((size_t)1 << 26))
-            wbits = (uint32_t)forced_mid;
+            wbits = forced_mid;
         nwins = (scalar_t::bit_length() - 1) / wbits + 1;
+    }
+
+    // Where `run` puts its device scratch for `npoints` points: one blob
+    // holding the buckets, the histogram, the sort's temporaries (16 bytes
+    // a point, or 12 and CUB's scratch), the digits, the accumulated window
+    // sums, the integration's span pairs and, after `before_order`, the
+    // buckets' size order (`accumulate.cuh`).
+    struct layout {
+        size_t batch, stride, row_sz, nsums, nacc;
+        uint32_t fanout;
+        size_t cub_b, temps_b, buckets_b, hist_b, digits_b, acc_b, pairs_b;
+        size_t before_order, order_b;
+        ordered_accumulate ordered;
+
+        size_t bytes() const { return before_order + order_b; }
+    };
+
+    layout plan(size_t npoints) const
+    {
+        uint32_t lg = lg2(npoints + npoints / 2);
+        size_t batch = ((size_t)1 << ((lg > wbits ? lg : wbits) - wbits)) >> 6;
+        if (batch == 0)
+            batch = 1;
+        size_t stride = (npoints + batch - 1) / batch;
+        stride = (stride + WARP_SZ - 1) & ~(size_t)(WARP_SZ - 1);
+        size_t row_sz = (size_t)1 << (wbits - 1);
+        size_t nsums = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+        // Spans per integrate thread (0: sppark's one block per window).
+        const uint32_t fanout = integrate_fanout(wbits, nwins, scalar_t::bit_length(),
+                                                 bucket_T::degree, gpu.sm_count());
+        size_t npairs = fanout ? (size_t)nwins * 2 * T * fanout : 0;
+        size_t cub_b = radix_sort_bytes(stride, wbits);
+        size_t temps_b = stride * 2 * sizeof(uint2);
+        if (temps_b < stride * 12 + cub_b)
+            temps_b = stride * 12 + cub_b;
+        size_t nacc = nwins * 2 * T + nsums;
+        size_t buckets_b = (nwins * row_sz + nsums) * sizeof(bucket_mem);
+        size_t hist_b = nwins * row_sz * sizeof(uint32_t);
+        size_t digits_b = nwins * stride * sizeof(uint32_t);
+        size_t acc_b = nacc * sizeof(bucket_mem);
+        size_t pairs_b = npairs * sizeof(bucket_mem);
+        const ordered_accumulate ordered{wbits - 1, nwins * (uint32_t)row_sz};
+        size_t before_order = (buckets_b + hist_b + temps_b + digits_b + acc_b +
+                               pairs_b + 255) & ~(size_t)255;
+        return layout{batch,     stride,    row_sz,   nsums,        nacc,
+                      fanout,    cub_b,     temps_b,  buckets_b,    hist_b,
+                      digits_b,  acc_b,     pairs_b,  before_order, ordered.order_bytes(),
+                      ordered};
     }
 
     // The sum of one window, `bits` wide, from integrate's T pairs: thread
     // t's plain sum counts (t·k) more times than its own buckets' indices
-    // say, k = 2^(bits-1-lg T) buckets per thread. (Multiplying each
-    // running sum by k, as a first version did, took 3.0–4.1 ms of host
-    // time per 2^27 partition MSM; this takes 1.4–2.0 ms.)
+    // say, k = 2^(bits-1-lg T) buckets per thread (cheaper on the host than
+    // multiplying each running sum by k, as a first version did).
     point_T window_sum(const bucket_T* row, uint32_t bits) const
     {
         const uint32_t tbits = lg2(T);
@@ -255,51 +295,24 @@ struct msm_driver {
         out->inf();
         if (npoints == 0)
             return;
-        msm_trace trace{npoints};
+        msm_trace trace{tune.msm_trace != 0, npoints};
         trace.at(0);
         const affine_mem* d_points = (const affine_mem*)points;
         const stream_t& ms = gpu;     // accumulate, integrate, fold
         const stream_t& ss = gpu[2];  // breakdown and sort
 
-        uint32_t lg = lg2(npoints + npoints / 2);
-        size_t batch = ((size_t)1 << ((lg > wbits ? lg : wbits) - wbits)) >> 6;
-        if (batch == 0)
-            batch = 1;
-        size_t stride = (npoints + batch - 1) / batch;
-        stride = (stride + WARP_SZ - 1) & ~(size_t)(WARP_SZ - 1);
-        size_t row_sz = (size_t)1 << (wbits - 1);
-        size_t nsums = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
-        size_t nacc = nwins * 2 * T + nsums;
-        // Spans per integrate thread (0: sppark's one block per window).
-        static const bool sppark_integrate = getenv("CUZK_MSM_SPPARK_INTEGRATE") != nullptr;
-        const uint32_t fanout = sppark_integrate ? 0 :
-            integrate_fanout(wbits, nwins, scalar_t::bit_length(),
-                             bucket_T::degree, gpu.sm_count());
-        size_t npairs = fanout ? (size_t)nwins * 2 * T * fanout : 0;
-
-        static const bool sppark_sort = getenv("CUZK_MSM_SPPARK_SORT") != nullptr;
+        const layout L = plan(npoints);
+        const size_t batch = L.batch, stride = L.stride, row_sz = L.row_sz;
+        const size_t nsums = L.nsums, nacc = L.nacc;
+        const uint32_t fanout = L.fanout;
         const uint32_t top = scalar_t::bit_length() - wbits * (nwins - 1);
         const bucket_sorter sorter{wbits, nwins, top};
-        // sppark's sort takes 16 bytes a point; ours 12 and CUB's scratch.
-        size_t cub_b = 0, temps_b = stride * 2 * sizeof(uint2);
-        if (!sppark_sort) {
-            cub_b = radix_sort_bytes(stride, wbits);
-            if (temps_b < stride * 12 + cub_b)
-                temps_b = stride * 12 + cub_b;
-        }
-        size_t buckets_b = (nwins * row_sz + nsums) * sizeof(bucket_mem);
-        size_t hist_b = nwins * row_sz * sizeof(uint32_t);
-        size_t digits_b = nwins * stride * sizeof(uint32_t);
-        size_t acc_b = nacc * sizeof(bucket_mem);
-        size_t pairs_b = npairs * sizeof(bucket_mem);
-        // Our accumulation in size order (accumulate.cuh), or sppark's.
-        static const bool sppark_accumulate =
-            getenv("CUZK_MSM_SPPARK_ACCUMULATE") != nullptr;
-        const ordered_accumulate ordered{wbits - 1, nwins * (uint32_t)row_sz};
-        size_t before_order = (buckets_b + hist_b + temps_b + digits_b + acc_b +
-                               pairs_b + 255) & ~(size_t)255;
-        size_t order_b = sppark_accumulate ? 0 : ordered.order_bytes();
-        dev_ptr_t<uint8_t> blob{before_order + order_b, ms};
+        const size_t cub_b = L.cub_b, temps_b = L.temps_b;
+        const size_t buckets_b = L.buckets_b, hist_b = L.hist_b;
+        const size_t digits_b = L.digits_b, acc_b = L.acc_b;
+        const ordered_accumulate& ordered = L.ordered;
+        const size_t before_order = L.before_order;
+        dev_ptr_t<uint8_t> blob{L.bytes(), ms};
         // Declared after the scratch, so destroyed before it: whatever
         // the sort stream still has queued (an exception may leave work
         // there) comes before the scratch's free on the main stream.
@@ -338,7 +351,6 @@ struct msm_driver {
         uint32_t grid = gpu.sm_count() / 3;
         while (grid & (grid - 1))
             grid -= grid & (0 - grid);
-        const size_t sort_shared = sizeof(uint32_t) << DIGIT_BITS;
         trace.at(1);
         auto digits = [&](size_t cur, size_t off, size_t num) {
             trace.mark(cur, msm_trace::B0, ss);
@@ -346,23 +358,9 @@ struct msm_driver {
                 d_digits, scalars + off, num, nwins, wbits, true);
             CUDA_OK(cudaGetLastError());
             trace.mark(cur, msm_trace::B1, ss);
-            if (!sppark_sort) {
-                uint32_t* t = (uint32_t*)d_temps[0];
-                sorter.run(ss, d_digits, d_hist, t, stride, t + 3 * stride,
-                           temps_b - stride * 12, num);
-                trace.mark(cur, msm_trace::S1, ss);
-                sorted.record(ss);
-                return;
-            }
-            uint32_t win;
-            for (win = 0; win + 1 < nwins; win += 2)
-                ss.launch_coop(sort, {{grid, 2}, SORT_BLOCKDIM, sort_shared},
-                               d_digits, num, win, d_temps, d_hist, wbits - 1,
-                               wbits - 1, win == nwins - 2 ? top - 1 : wbits - 1);
-            if (win < nwins)
-                ss.launch_coop(sort, {{grid, 1}, SORT_BLOCKDIM, sort_shared},
-                               d_digits, num, win, d_temps, d_hist, wbits - 1,
-                               top - 1, 0u);
+            uint32_t* t = (uint32_t*)d_temps[0];
+            sorter.run(ss, d_digits, d_hist, t, stride, t + 3 * stride,
+                       temps_b - stride * 12, num);
             trace.mark(cur, msm_trace::S1, ss);
             sorted.record(ss);
         };
@@ -388,14 +386,8 @@ struct msm_driver {
                 d_hist[0][0]);
             CUDA_OK(cudaGetLastError());
             trace.mark(i, msm_trace::M1, ms);
-            if (sppark_accumulate)
-                ms.launch_coop(accumulate<bucket_T, affine_mem>, {gpu.sm_count(), 0},
-                               d_buckets, nwins, wbits,
-                               const_cast<affine_mem*>(&d_points[off]), d_digits,
-                               d_hist, 0u);
-            else
-                ordered.run<bucket_T>(ms, d_order, d_buckets, &d_points[off],
-                                      d_digits, (uint32_t)stride, d_hist);
+            ordered.run<bucket_T>(ms, d_order, d_buckets, &d_points[off],
+                                  d_digits, (uint32_t)stride, d_hist);
             consumed.record(ms);
             trace.mark(i, msm_trace::M2, ms);
             if (fanout) {
@@ -464,28 +456,27 @@ struct msm_driver {
     }
 };
 
-// Σ s_i·p_i over n device scalars and points with our driver (see above),
-// or with sppark's msm_t when CUZK_MSM=sppark (for comparisons).
+// Σ s_i·p_i over n device scalars and points with our driver (see above).
 template<class bucket_T, class point_T, class affine_T>
-static void msm_device(const gpu_t& gpu, int dev, const affine_T* points,
-                       const fr_t* scalars, size_t n, point_T* out)
+static void msm_device(const gpu_t& gpu, const cuzk_cuda_tuning& tune,
+                       const affine_T* points, const fr_t* scalars, size_t n,
+                       point_T* out)
 {
-    static const bool use_sppark = [] {
-        const char* v = getenv("CUZK_MSM");
-        return v && !strcmp(v, "sppark");
-    }();
-    if (use_sppark) {
-        msm_t<bucket_T, point_T, affine_T, scalar_t> msm{nullptr, n,
-                                                         sizeof(affine_T), dev};
-        RustError err = msm.invoke(*out, dev_view<affine_T>{points}, n,
-                                   dev_view<fr_t>{scalars}, true);
-        if (err.code != 0)
-            throw cuda_error{err.code, std::string("sppark's Pippenger")};
-        gpu.sync();
-        return;
-    }
-    msm_driver<bucket_T, point_T, affine_T> msm{gpu, n};
+    msm_driver<bucket_T, point_T, affine_T> msm{gpu, n, tune};
     msm.run(out, points, scalars, n);
+}
+
+// Device scratch of one MSM of `n` device points through the driver: the
+// larger of G1 and G2 (see msm_driver::plan).
+static size_t msm_scratch_bytes(const gpu_t& gpu, const cuzk_cuda_tuning& tune,
+                                size_t n)
+{
+    if (n == 0)
+        return 0;
+    size_t g1 = msm_driver<bucket_t, point_t, affine_t>{gpu, n, tune}.plan(n).bytes();
+    size_t g2 =
+        msm_driver<bucket_fp2_t, point_fp2_t, affine_fp2_t>{gpu, n, tune}.plan(n).bytes();
+    return g1 > g2 ? g1 : g2;
 }
 
 #endif

@@ -5,11 +5,12 @@
 //! counts the three kinds, a second gathers the others and the ones'
 //! indices, taking slots a block at a time (per-warp atomics on one
 //! counter serialised the first version). Included by `cuzk_cuda.cu`
-//! after sppark's MSM headers and `dalloc.cuh`.
+//! after sppark's MSM headers and `dalloc.cuh`. The batch addition is
+//! sppark's (`msm/batch_addition.cuh`).
 //!
-//! `CUZK_SPLIT_BITMAP=1` runs the first version instead (per-warp slots,
-//! the ones summed by sppark's bitmap batch addition), for comparisons.
-//! Both batch additions are in sppark's `msm/batch_addition.cuh`.
+//! `gpus.tuning.trace_split` times each phase; `check_split` computes the
+//! ones' sum and the whole MSM again by plain Pippenger and prints whether
+//! they agree (`split_check`).
 //!
 //! The gather's order depends on the scheduling of blocks, but an MSM is a
 //! sum in a group, so the result does not.
@@ -46,49 +47,31 @@ struct scalar01 {
     }
 };
 
-// Classifies scalars s[0..n). Pass 1 (`gather` false): sets bit i of `ones`
-// when s[i] = 1 (Montgomery), counts the ones in counts[1] and the scalars
-// neither 0 nor 1 in counts[0]. Pass 2 (`gather` true, counts[0] zeroed):
-// copies every such scalar and its point p[i] to os/op at a slot taken with
-// an atomic add. blockDim.x must be a multiple of 32.
-enum split_pass : int { CLASSIFY = 0, GATHER_OTHERS = 1, GATHER_ONES = 2 };
-
+// Copies every scalar s[i] that is 1 (Montgomery) and its point p[i] to
+// os/op at a slot taken from counts[0] (zero at launch) with one atomic
+// add per warp: the reference gather of `split_check`. blockDim.x must be
+// a multiple of 32.
 template<class point_mem>
-__global__ void split01_kernel(const fr_t* s, const point_mem* p, size_t n,
-                               uint32_t* ones, uint32_t* counts, fr_t* os,
-                               point_mem* op, int pass)
+__global__ void split01_gather_ones(const fr_t* s, const point_mem* p, size_t n,
+                                   uint32_t* counts, fr_t* os, point_mem* op)
 {
-    const bool gather = pass != CLASSIFY;
     const size_t stride = (size_t)blockDim.x * gridDim.x;
     const size_t rounded = (n + 31) & ~(size_t)31;
     const uint32_t lane = threadIdx.x % 32;
     for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x;
          i < rounded; i += stride) {
         const scalar01 c{s, i, n};
-        const fr_t& x = c.x;
-        bool one = c.one, other = c.other;
+        const bool one = c.one;
         uint32_t ob = __ballot_sync(0xffffffff, one);
-        if (pass == GATHER_ONES)
-            other = one;
-        uint32_t xb = __ballot_sync(0xffffffff, other);
         uint32_t base = 0;
-        if (lane == 0) {
-            if (!gather) {
-                ones[i / 32] = ob;
-                if (ob)
-                    atomicAdd(&counts[1], (uint32_t)__popc(ob));
-            }
-            if (xb)
-                base = atomicAdd(&counts[0], (uint32_t)__popc(xb));
-        }
-        if (gather) {
-            base = __shfl_sync(0xffffffff, base, 0);
-            if (other) {
-                uint32_t at = base + __popc(xb & ((1u << lane) - 1));
-                typedef raw_bytes<sizeof(point_mem)> raw;
-                os[at] = x;
-                ((raw*)op)[at] = ((const raw*)p)[i];
-            }
+        if (lane == 0 && ob)
+            base = atomicAdd(&counts[0], (uint32_t)__popc(ob));
+        base = __shfl_sync(0xffffffff, base, 0);
+        if (one) {
+            uint32_t at = base + __popc(ob & ((1u << lane) - 1));
+            typedef raw_bytes<sizeof(point_mem)> raw;
+            os[at] = c.x;
+            ((raw*)op)[at] = ((const raw*)p)[i];
         }
     }
 }
@@ -177,7 +160,6 @@ void split01_gather(const fr_t* s, const point_mem* p, size_t n,
 
 // Device scratch of the split, kept across calls like the other buffers.
 struct split_scratch {
-    dbuf<uint32_t> ones;    // CUZK_SPLIT_BITMAP: bitmap, whole 1024-bit chunks
     dbuf<uint32_t> counts;  // others, ones
     dbuf<fr_t> scalars;     // gathered scalars
     dbuf<uint8_t> points;   // gathered points (G1 or G2)
@@ -186,7 +168,6 @@ struct split_scratch {
 
     void release(dalloc& a)
     {
-        ones.release(a);
         counts.release(a);
         scalars.release(a);
         points.release(a);
@@ -195,7 +176,7 @@ struct split_scratch {
     }
     size_t bytes() const
     {
-        return ones.bytes() + counts.bytes() + scalars.bytes() +
+        return counts.bytes() + scalars.bytes() +
                points.bytes() + ones_at.bytes() + sums.bytes();
     }
 };
@@ -219,7 +200,7 @@ template<class T> static bool try_reserve(dbuf<T>& b, dalloc& a, size_t n)
     }
 }
 
-// Debug (CUZK_SPLIT_CHECK set): the ones' sum again by Pippenger over the
+// Debug (`gpus.tuning.check_split`): the ones' sum again by Pippenger over the
 // gathered ones, and the whole MSM by plain Pippenger; prints whether the
 // parts agree.
 template<class bucket_T, class point_T, class affine_T>
@@ -237,9 +218,9 @@ static void split_check(const gpu_t& gpu, int dev, dalloc& mem,
     sc.scalars.reserve(mem, ones ? ones : 1);
     sc.points.reserve(mem, (ones ? ones : 1) * sizeof(affine_mem));
     st.bzero(sc.counts.ptr, 1);
-    split01_kernel<affine_mem><<<grid_for(st, n, 256), 256, 0, st>>>(
-        s, (const affine_mem*)p, n, sc.ones.ptr, sc.counts.ptr, sc.scalars.ptr,
-        (affine_mem*)sc.points.ptr, GATHER_ONES);
+    split01_gather_ones<affine_mem><<<grid_for(st, n, 256), 256, 0, st>>>(
+        s, (const affine_mem*)p, n, sc.counts.ptr, sc.scalars.ptr,
+        (affine_mem*)sc.points.ptr);
     CUDA_OK(cudaGetLastError());
     st.sync();
     if (ones) {
@@ -269,8 +250,8 @@ static void split_check(const gpu_t& gpu, int dev, dalloc& mem,
 // neither 0 nor 1 (plain Pippenger is then as fast) or the split's buffers
 // do not fit: the caller runs plain Pippenger.
 template<class bucket_T, class point_T, class affine_T>
-static bool msm_split01(const gpu_t& gpu, int dev, dalloc& mem,
-                        split_scratch& sc,
+static bool msm_split01(const gpu_t& gpu, int dev, const cuzk_cuda_tuning& tune,
+                        dalloc& mem, split_scratch& sc,
                         const fr_t* s, const affine_T* p, size_t n,
                         point_T* out, split_shape* shape)
 {
@@ -278,8 +259,7 @@ static bool msm_split01(const gpu_t& gpu, int dev, dalloc& mem,
     typedef typename affine_T::mem_t affine_mem;
     const affine_mem* pm = (const affine_mem*)p;
     const stream_t& st = gpu;
-    static const bool trace = getenv("CUZK_SPLIT_TRACE") != nullptr;
-    static const bool bitmap = getenv("CUZK_SPLIT_BITMAP") != nullptr;
+    const bool trace = tune.split_trace != 0;
     auto t0 = std::chrono::steady_clock::now();
     // With the trace on, each phase is waited for and timed.
     auto lap = [&](const char* what) {
@@ -292,19 +272,10 @@ static bool msm_split01(const gpu_t& gpu, int dev, dalloc& mem,
         t0 = t1;
     };
     const unsigned block = 256;
-    size_t nwords = (n + 1023) / 1024 * 32;  // the first version's bitmap
-    if ((bitmap && !try_reserve(sc.ones, mem, nwords)) ||
-        !try_reserve(sc.counts, mem, 2))
+    if (!try_reserve(sc.counts, mem, 2))
         return false;
-    if (bitmap)
-        st.bzero(sc.ones.ptr, nwords);
     st.bzero(sc.counts.ptr, 2);
-    if (bitmap)
-        split01_kernel<affine_mem><<<grid_for(st, n, block), block, 0, st>>>(
-            s, pm, n, sc.ones.ptr, sc.counts.ptr, (fr_t*)nullptr,
-            (affine_mem*)nullptr, CLASSIFY);
-    else
-        split01_count<<<grid_for(st, n, block), block, 0, st>>>(s, n, sc.counts.ptr);
+    split01_count<<<grid_for(st, n, block), block, 0, st>>>(s, n, sc.counts.ptr);
     CUDA_OK(cudaGetLastError());
     uint32_t counts[2];
     st.DtoH(counts, sc.counts.ptr, 2);
@@ -320,9 +291,8 @@ static bool msm_split01(const gpu_t& gpu, int dev, dalloc& mem,
     size_t nsums = 0;
     if (ones) {
         nsums = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
-        if (!try_reserve(sc.sums, mem, nsums * sizeof(bucket_mem)))
-            return false;
-        if (!bitmap && !try_reserve(sc.ones_at, mem, ones))
+        if (!try_reserve(sc.sums, mem, nsums * sizeof(bucket_mem)) ||
+            !try_reserve(sc.ones_at, mem, ones))
             return false;
     }
     shape->zeros += n - others - ones;
@@ -330,53 +300,31 @@ static bool msm_split01(const gpu_t& gpu, int dev, dalloc& mem,
     shape->others += others;
     affine_mem* gp = (affine_mem*)sc.points.ptr;
 
-    if (!bitmap) {
-        // Others and the ones' indices in one pass; the ones summed by
-        // index (their count is counts[1] after the gather); Pippenger
-        // over the others.
-        st.bzero(sc.counts.ptr, 2);
-        split01_gather<affine_mem><<<grid_for(st, n, SPLIT_GATHER_BLOCK),
-                                     SPLIT_GATHER_BLOCK, 0, st>>>(
-            s, pm, n, sc.counts.ptr, sc.scalars.ptr, gp, (uint32_t)others,
-            sc.ones_at.ptr, (uint32_t)ones);
+    // Others and the ones' indices in one pass; the ones summed by index
+    // (their count is counts[1] after the gather); Pippenger over the
+    // others.
+    st.bzero(sc.counts.ptr, 2);
+    split01_gather<affine_mem><<<grid_for(st, n, SPLIT_GATHER_BLOCK),
+                                 SPLIT_GATHER_BLOCK, 0, st>>>(
+        s, pm, n, sc.counts.ptr, sc.scalars.ptr, gp, (uint32_t)others,
+        sc.ones_at.ptr, (uint32_t)ones);
+    CUDA_OK(cudaGetLastError());
+    lap("gather");
+    if (ones) {
+        batch_addition<bucket_T><<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, st>>>(
+            (bucket_mem*)sc.sums.ptr, pm, (size_t)n, sc.ones_at.ptr,
+            sc.counts.ptr[1]);
         CUDA_OK(cudaGetLastError());
-        lap("gather");
-        if (ones) {
-            batch_addition<bucket_T><<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, st>>>(
-                (bucket_mem*)sc.sums.ptr, pm, (size_t)n, sc.ones_at.ptr,
-                sc.counts.ptr[1]);
-            CUDA_OK(cudaGetLastError());
-            lap("ones");
-        }
-    } else {
-        // The first version: the ones by sppark's bitmap batch addition,
-        // then the others' gather with per-warp slots.
-        if (ones) {
-            void (*add)(bucket_mem*, const affine_mem*, uint32_t,
-                        const uint32_t*, bool, uint32_t) =
-                batch_addition<bucket_T, affine_mem>;
-            st.launch_coop(add, {gpu.sm_count(), BATCH_ADD_BLOCK_SIZE},
-                           (bucket_mem*)sc.sums.ptr, pm, (uint32_t)n,
-                           (const uint32_t*)sc.ones.ptr, false, (uint32_t)0);
-            lap("ones");
-        }
-        if (others) {
-            st.bzero(sc.counts.ptr, 1);
-            split01_kernel<affine_mem><<<grid_for(st, n, block), block, 0, st>>>(
-                s, pm, n, sc.ones.ptr, sc.counts.ptr, sc.scalars.ptr, gp,
-                GATHER_OTHERS);
-            CUDA_OK(cudaGetLastError());
-            lap("gather");
-        }
+        lap("ones");
     }
 
-    // The others through Pippenger. (Our driver orders its streams after
-    // this one; sppark's `msm_t`, `CUZK_MSM=sppark`, does not: wait here.)
+    // The others through Pippenger (our driver orders its streams after
+    // this one).
     point_T sum_others;
     sum_others.inf();
     if (others) {
         st.sync();
-        msm_device<bucket_T>(gpu, dev, (const affine_T*)gp, sc.scalars.ptr,
+        msm_device<bucket_T>(gpu, tune, (const affine_T*)gp, sc.scalars.ptr,
                              others, &sum_others);
         lap("pippenger");
     }
@@ -391,8 +339,7 @@ static bool msm_split01(const gpu_t& gpu, int dev, dalloc& mem,
     st.sync();
     *out = sum_others;
     out->add(sum_ones);
-    static const bool check = getenv("CUZK_SPLIT_CHECK") != nullptr;
-    if (check)
+    if (tune.split_check)
         split_check<bucket_T>(gpu, dev, mem, sc, s, p, n, ones, sum_ones,
                              sum_others);
     return true;

@@ -1,29 +1,33 @@
 //! [`CudaBackend`]: the [`ProverBackend`] over one CUDA device.
 //!
 //! Per partition: a, b, c are uploaded and turned into H coefficients on the
-//! device (then freed on the host and reported through `abc_freed`); the H,
-//! L, A-aux, B_G1-aux and B_G2-aux MSMs run on the GPU against SRS points
-//! kept in VRAM across calls ([`SrsPlacement`], see `resident.rs`) or
-//! streamed from host memory per call (resident L, A and B MSMs split their
-//! scalars: zeros dropped, ones batch-added, Pippenger over the rest only,
-//! see `cuda/split01.cuh`); the input MSMs and MSMs below [`GPU_MIN_POINTS`]
-//! points run on the CPU. The device context
-//! (its buffers kept across calls) is one per device for the whole process,
-//! behind a Mutex held for one partition's device work (not its assembly):
-//! one partition at a time per device, however many backends share it.
+//! device (then given back on the host and reported through `abc_freed`);
+//! the H, L, A-aux, B_G1-aux and B_G2-aux MSMs run on the GPU against the
+//! SRS points on the device, when the engine's SRS manager had them
+//! prepared there ([`ProverBackend::prepare_srs`], `device_srs.rs`), or
+//! streamed from host memory (resident L, A and B MSMs split their scalars:
+//! zeros dropped, ones batch-added, Pippenger over the rest only, see
+//! `cuda/split01.cuh`); the input MSMs and MSMs below [`GPU_MIN_POINTS`]
+//! points run on the CPU. Every backend on a device shares its contexts
+//! (`device.rs`): each call takes a worker context of its own, and only
+//! the regions that launch kernels hold the device lock, so one call's
+//! copies and host work overlap another's kernels. The backend also says
+//! how much host memory a partition takes on it and exports its staging
+//! counters as metrics (`metrics.rs`).
 
 use blstrs::Scalar;
-use cuzk_prover::backend::{ProveStats, ProverBackend, ProverError, SrsRef};
+use cuzk_prover::backend::{
+    BackendMetric, HostBytes, ProveStats, ProverBackend, ProverError, SrsPreparation, SrsRef,
+};
 use cuzk_prover::proof::Proof;
-use cuzk_prover::synth::PartitionWitness;
+use cuzk_prover::synth::{PartitionWitness, WitnessSize};
 
+use crate::config::{GpuTuning, GpusConfig, DEFAULT_VRAM_MARGIN};
+use crate::metrics::{Counters, StagingCounts};
 use crate::{CudaError, SrsPlacement};
 
 /// MSMs with fewer points than this run on the CPU (launches cost more).
 pub const GPU_MIN_POINTS: usize = 1 << 10;
-
-/// Default `gpus.vram_safety_margin`: device memory a partition leaves free.
-pub const DEFAULT_VRAM_MARGIN: u64 = 512 << 20;
 
 /// Proves on one CUDA device.
 #[derive(Clone)]
@@ -32,8 +36,10 @@ pub struct CudaBackend {
     placement: SrsPlacement,
     /// Device bytes each partition leaves free when choosing its tier.
     vram_margin: u64,
+    /// Partitions per staging tier, fallbacks and waits, since start.
+    counters: std::sync::Arc<Counters>,
     #[cfg(feature = "cuda")]
-    dev: std::sync::Arc<crate::device::Device>,
+    pub(crate) dev: std::sync::Arc<crate::device::Device>,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -52,6 +58,18 @@ impl CudaBackend {
         CudaBackend::with_placement(device, SrsPlacement::Auto)
     }
 
+    /// A backend on `device` as `[gpus]` says: SRS placement, memory
+    /// discipline and `[gpus.tuning]` (which, like `vram_limit`, applies to
+    /// the device, so to every backend on it).
+    pub fn from_config(device: usize, gpus: &GpusConfig) -> Result<CudaBackend, CudaError> {
+        CudaBackend::with_placement(device, gpus.srs_on_device)?
+            .with_memory(
+                gpus.vram_limit.map(|l| l.as_u64()),
+                gpus.vram_safety_margin.as_u64(),
+            )?
+            .with_tuning(&gpus.tuning)
+    }
+
     /// A backend on `device` with the SRS placed as `placement` says.
     pub fn with_placement(
         device: usize,
@@ -67,12 +85,13 @@ impl CudaBackend {
                 device,
                 placement,
                 vram_margin: DEFAULT_VRAM_MARGIN,
+                counters: Default::default(),
                 dev: shared_device(device)?,
             })
         }
         #[cfg(not(feature = "cuda"))]
         {
-            let _ = (device, placement);
+            let _ = (device, placement, DEFAULT_VRAM_MARGIN);
             Err(CudaError::NotBuilt)
         }
     }
@@ -97,18 +116,16 @@ impl CudaBackend {
         }
     }
 
-    /// Test hook: the next partition on this device fails its next `count`
-    /// device allocations as if the card were full (it then falls back a
-    /// tier); partitions of other workers are not affected.
-    pub fn fail_next_allocs(&self, count: u32) -> Result<(), CudaError> {
+    /// `[gpus.tuning]` for the device's contexts (every backend on it).
+    pub fn with_tuning(self, tuning: &GpuTuning) -> Result<Self, CudaError> {
         #[cfg(feature = "cuda")]
         {
-            self.dev.fail_next_allocs(count);
-            Ok(())
+            self.dev.for_each_ctx(|c| c.set_tuning(tuning))?;
+            Ok(self)
         }
         #[cfg(not(feature = "cuda"))]
         {
-            let _ = count;
+            let _ = tuning;
             Err(CudaError::NotBuilt)
         }
     }
@@ -118,40 +135,10 @@ impl CudaBackend {
         self.placement
     }
 
-    /// Frees the resident SRS of this device (shared by every backend on
-    /// it); the next call with `Auto` or `Always` uploads it again.
-    pub fn release_srs(&self) -> Result<(), CudaError> {
-        #[cfg(feature = "cuda")]
-        {
-            let mut owner = self.dev.lock();
-            let mut st = self.dev.srs_state();
-            if st.users > 0 {
-                return Err(CudaError::Input(
-                    "the resident SRS is in use by a partition".into(),
-                ));
-            }
-            st.key = None;
-            st.on_host = None;
-            owner.srs_free()
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            Err(CudaError::NotBuilt)
-        }
-    }
-
-    /// The device context for stage-by-stage work (benches): holds the
-    /// device's lock until dropped.
-    #[cfg(feature = "cuda")]
-    pub fn staged(&self) -> crate::Staged<'_> {
-        let owner = self.dev.lock();
-        // Stage-by-stage work may replace the resident sections: the next
-        // partition asks the owner which SRS they hold.
-        let mut st = self.dev.srs_state();
-        st.key = None;
-        st.on_host = None;
-        drop(st);
-        crate::Staged::new(owner, self.device)
+    /// Partitions this backend (and its clones) proved per staging tier,
+    /// with fallbacks and waits, since it was made.
+    pub fn staging_counts(&self) -> StagingCounts {
+        self.counters.get()
     }
 
     /// Frees the device buffers kept between calls (a/b/c, aux, picked
@@ -303,6 +290,45 @@ impl ProverBackend for CudaBackend {
         })
     }
 
+    /// a, b, c as synthesized (at most the domain n each): uploaded, or at
+    /// the lowest staging tier padded to n for H on the host; the
+    /// assignments and densities; below the top tier the A and B scalars
+    /// picked on the host (at most aux of them). No MSM scalar copies or
+    /// point pointers: the MSMs run on the device.
+    fn host_bytes(&self, size: &WitnessSize) -> HostBytes {
+        let (n, aux, inputs) = (size.constraints as u64, size.aux as u64, size.inputs as u64);
+        HostBytes {
+            abc: 3 * 32 * n,
+            rest: 32 * (aux + inputs) + (2 * aux + inputs) / 8 + 64 + 32 * aux,
+        }
+    }
+
+    fn prepare_srs(
+        &self,
+        srs: &SrsRef<'_>,
+        size: &WitnessSize,
+    ) -> Result<SrsPreparation, ProverError> {
+        #[cfg(feature = "cuda")]
+        {
+            Ok(crate::device_srs::prepare(
+                &self.dev,
+                self.device,
+                srs,
+                self.placement,
+                size,
+            )?)
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = (srs, size);
+            Err(CudaError::NotBuilt.into())
+        }
+    }
+
+    fn metrics(&self) -> Vec<BackendMetric> {
+        crate::metrics::samples(&self.counters.get(), self.gpu_busy().ok())
+    }
+
     fn prove_with(
         &self,
         witnesses: &mut [PartitionWitness],
@@ -314,7 +340,7 @@ impl ProverBackend for CudaBackend {
         cuzk_prover::backend::check_batch(witnesses.len(), r, s)?;
         #[cfg(feature = "cuda")]
         {
-            gpu::prove(self, witnesses, srs, r, s, abc_freed)
+            gpu::prove(self, &self.counters, witnesses, srs, r, s, abc_freed)
         }
         #[cfg(not(feature = "cuda"))]
         {

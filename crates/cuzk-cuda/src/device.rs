@@ -1,9 +1,10 @@
-//! One CUDA device's contexts: the owner (the resident SRS; its lock is the
-//! device lock, held for every region that launches kernels, since sppark's
-//! streams and MSM counters are per device) and the worker contexts, one
-//! per partition in flight, each with its own buffers, allocator and upload
-//! stream. A worker uploads its witness without the device lock, so one
-//! partition's copies overlap another's kernels.
+//! One CUDA device's contexts: the owner (the SRS on the device, see
+//! `device_srs.rs`; its lock is the device lock, held for every region that
+//! launches kernels, since sppark's streams and MSM counters are per device)
+//! and the worker contexts, one per partition in flight, each with its own
+//! buffers, allocator and upload stream. A worker uploads its witness
+//! without the device lock, so one partition's copies overlap another's
+//! kernels.
 //!
 //! Also here: the time the device lock is held for kernels, measured with
 //! CUDA events ([`Device::kernels`], [`Device::busy`]), and waiting for
@@ -12,13 +13,14 @@
 //! others to give their kept buffers back and waits for one of them to end
 //! a partition, instead of failing.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+#[cfg(feature = "lab")]
+use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::backend::Timeline;
 use crate::ffi::Ctx;
-use crate::resident::SrsKey;
 use crate::CudaError;
 
 pub(crate) struct Device {
@@ -26,6 +28,7 @@ pub(crate) struct Device {
     idle: Mutex<Vec<Ctx>>,
     made: AtomicUsize,
     /// Test hook: allocation failures for the next worker taken.
+    #[cfg(feature = "lab")]
     pending_failures: AtomicU32,
     /// Nanoseconds of kernel regions, timed by CUDA events.
     busy_ns: AtomicU64,
@@ -37,35 +40,11 @@ pub(crate) struct Device {
     /// Set by a partition waiting for memory: others give their kept
     /// buffers back at the end of their partition.
     squeeze: AtomicBool,
-    /// Which SRS is resident and how many partitions read it, apart from
-    /// the device lock so that a partition finds its SRS without waiting
-    /// for another's kernels (lock order: the device lock, then this).
-    srs: Mutex<SrsState>,
+    /// The generation of the SRS the owner's sections hold (its live
+    /// `device_srs::OnDevice`), apart from the device lock (lock order: the
+    /// device lock, then this).
+    srs: Mutex<Option<u64>>,
     owner: Mutex<Ctx>,
-}
-
-/// See [`Device::srs`].
-#[derive(Default)]
-pub(crate) struct SrsState {
-    /// The SRS the owner's sections hold (None: unknown, ask the owner).
-    pub(crate) key: Option<SrsKey>,
-    /// Partitions in flight reading it: it is not evicted while any do.
-    pub(crate) users: usize,
-    /// An SRS found too large to keep beside a partition (`Auto`): its
-    /// partitions stream it without asking the owner again, until another
-    /// SRS is made resident.
-    pub(crate) on_host: Option<SrsKey>,
-}
-
-/// Where a partition's SRS is, as far as [`Device::find_srs`] knows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SrsWhere {
-    /// Resident; counted as one more reader.
-    Resident,
-    /// Left on the host (it did not fit): stream it.
-    Host,
-    /// Not known: the owner decides, under the device lock.
-    Ask,
 }
 
 /// What [`Device::wait_for_memory`] did.
@@ -87,13 +66,14 @@ impl Device {
         Ok(Device {
             idle: Mutex::new(Vec::new()),
             made: AtomicUsize::new(0),
+            #[cfg(feature = "lab")]
             pending_failures: AtomicU32::new(0),
             busy_ns: AtomicU64::new(0),
             timeline: Mutex::new(Timeline::default()),
             flights: Mutex::new(0),
             ended: Condvar::new(),
             squeeze: AtomicBool::new(false),
-            srs: Mutex::new(SrsState::default()),
+            srs: Mutex::new(None),
             owner: Mutex::new(Ctx::new(device)?),
         })
     }
@@ -105,23 +85,9 @@ impl Device {
         self.owner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The resident-SRS bookkeeping (see [`SrsState`]).
-    pub(crate) fn srs_state(&self) -> MutexGuard<'_, SrsState> {
+    /// The generation of the SRS on the device, if any (see [`Device::srs`]).
+    pub(crate) fn srs_state(&self) -> MutexGuard<'_, Option<u64>> {
         self.srs.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Where the SRS `key` is, without the device lock; counts one more
-    /// reader when it is resident.
-    pub(crate) fn find_srs(&self, key: &SrsKey) -> SrsWhere {
-        let mut st = self.srs_state();
-        if st.key.as_ref() == Some(key) {
-            st.users += 1;
-            SrsWhere::Resident
-        } else if st.on_host.as_ref() == Some(key) {
-            SrsWhere::Host
-        } else {
-            SrsWhere::Ask
-        }
     }
 
     /// The device lock for a region that launches kernels; the region's
@@ -209,7 +175,7 @@ impl Device {
     /// A worker context for one call: an idle one, or a new one.
     pub(crate) fn take_worker(&self) -> Result<Worker<'_>, CudaError> {
         let found = self.idle().pop();
-        let mut ctx = match found {
+        let ctx = match found {
             Some(c) => c,
             None => {
                 let mut owner = self.lock();
@@ -221,10 +187,15 @@ impl Device {
                 c
             }
         };
-        let fail = self.pending_failures.swap(0, Ordering::Relaxed);
-        if fail > 0 {
-            ctx.fail_next_allocs(fail)?;
-        }
+        #[cfg(feature = "lab")]
+        let ctx = {
+            let mut ctx = ctx;
+            let fail = self.pending_failures.swap(0, Ordering::Relaxed);
+            if fail > 0 {
+                ctx.fail_next_allocs(fail)?;
+            }
+            ctx
+        };
         Ok(Worker {
             dev: self,
             ctx: Some(ctx),
@@ -238,6 +209,7 @@ impl Device {
     }
 
     /// The next worker taken fails its next `count` allocations.
+    #[cfg(feature = "lab")]
     pub(crate) fn fail_next_allocs(&self, count: u32) {
         self.pending_failures.store(count, Ordering::Relaxed);
     }

@@ -1,5 +1,7 @@
 //! The `extern "C"` surface of `cuda/cuzk_cuda.cu` and a safe wrapper over
-//! one device context.
+//! one device context. The functions only cuzk-lab and the GPU tests use
+//! (tiling an SRS section, failing allocations on purpose) exist with the
+//! `lab` feature only, on both sides.
 //!
 //! Layouts: blstrs' `Scalar` is blst_fr and sppark's `fr_t` (32 bytes,
 //! Montgomery); `G1Affine` is blst_p1_affine and sppark's affine point
@@ -12,8 +14,45 @@ use std::ptr::NonNull;
 
 use blst::{blst_p1, blst_p2};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_prover::srs::Section;
 
+use crate::config::{GpuTuning, HostCopy};
 use crate::CudaError;
+
+/// `struct cuzk_cuda_tuning` of `cuda/tuning.cuh`, field for field.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct RawTuning {
+    msm_window_bits: u32,
+    msm_window_bits_mid: u32,
+    host_copy: i32,
+    copy_threads: u32,
+    msm_trace: u8,
+    ntt_trace: u8,
+    split_trace: u8,
+    split_check: u8,
+}
+
+impl From<&GpuTuning> for RawTuning {
+    fn from(t: &GpuTuning) -> RawTuning {
+        RawTuning {
+            msm_window_bits: t.msm_window_bits,
+            msm_window_bits_mid: t.msm_window_bits_mid,
+            // host_copy_mode in cuda/host_copy.cuh.
+            host_copy: match t.host_copy {
+                HostCopy::Auto => -1,
+                HostCopy::Chunked => 0,
+                HostCopy::Registered => 1,
+                HostCopy::Pageable => 2,
+            },
+            copy_threads: t.copy_threads,
+            msm_trace: u8::from(t.trace_msm),
+            ntt_trace: u8::from(t.trace_ntt),
+            split_trace: u8::from(t.trace_split),
+            split_check: u8::from(t.check_split),
+        }
+    }
+}
 
 /// Opaque per-device context (device buffers kept across calls).
 #[repr(C)]
@@ -53,12 +92,6 @@ extern "C" {
         offset: usize,
         points: *const u8,
         npoints: usize,
-    ) -> sppark::Error;
-    fn cuzk_cuda_srs_tile(
-        ctx: *mut RawCtx,
-        sec: i32,
-        pattern: *const u8,
-        npattern: usize,
     ) -> sppark::Error;
     fn cuzk_cuda_srs_free(ctx: *mut RawCtx) -> sppark::Error;
     fn cuzk_cuda_msm_g1_resident(
@@ -119,7 +152,8 @@ extern "C" {
     ) -> sppark::Error;
     fn cuzk_cuda_mem_room(ctx: *mut RawCtx, free: *mut usize, held: *mut usize) -> sppark::Error;
     fn cuzk_cuda_set_vram_limit(ctx: *mut RawCtx, limit: usize) -> sppark::Error;
-    fn cuzk_cuda_fail_next_allocs(ctx: *mut RawCtx, count: i32) -> sppark::Error;
+    fn cuzk_cuda_set_tuning(ctx: *mut RawCtx, tuning: *const RawTuning) -> sppark::Error;
+    fn cuzk_cuda_msm_scratch(ctx: *mut RawCtx, npoints: usize, bytes: *mut usize) -> sppark::Error;
     fn cuzk_cuda_span_begin(ctx: *mut RawCtx) -> sppark::Error;
     fn cuzk_cuda_span_end(
         ctx: *mut RawCtx,
@@ -129,13 +163,24 @@ extern "C" {
     ) -> sppark::Error;
     fn cuzk_cuda_span_mark(ctx: *mut RawCtx) -> sppark::Error;
     fn cuzk_cuda_set_split01(ctx: *mut RawCtx, min_points: usize) -> sppark::Error;
-    fn cuzk_cuda_set_staged_copies(ctx: *mut RawCtx, on: i32) -> sppark::Error;
+    fn cuzk_cuda_set_chunked_copies(ctx: *mut RawCtx, on: i32) -> sppark::Error;
     fn cuzk_cuda_take_shape(
         ctx: *mut RawCtx,
         zeros: *mut usize,
         ones: *mut usize,
         others: *mut usize,
     ) -> sppark::Error;
+}
+
+#[cfg(feature = "lab")]
+extern "C" {
+    fn cuzk_cuda_srs_tile(
+        ctx: *mut RawCtx,
+        sec: i32,
+        pattern: *const u8,
+        npattern: usize,
+    ) -> sppark::Error;
+    fn cuzk_cuda_fail_next_allocs(ctx: *mut RawCtx, count: i32) -> sppark::Error;
 }
 
 /// The code the C side gives an out-of-device-memory error (sppark's
@@ -173,32 +218,26 @@ pub enum Source {
     Picked = 2,
 }
 
-/// A section of a resident SRS (device buffers kept across calls).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Section {
-    H = 0,
-    L = 1,
-    A = 2,
-    BG1 = 3,
-    /// The only G2 section.
-    BG2 = 4,
+/// The C side's index of a device SRS section (`SRS_SECTIONS` in
+/// `cuda/cuzk_cuda.cu`): h, l, a, b_g1 (G1) and b_g2 (G2).
+pub(crate) fn section_index(sec: Section) -> Result<i32, CudaError> {
+    match sec {
+        Section::H => Ok(0),
+        Section::L => Ok(1),
+        Section::A => Ok(2),
+        Section::BG1 => Ok(3),
+        Section::BG2 => Ok(4),
+        other => Err(CudaError::Input(format!(
+            "{other} is not a section of the SRS on the device"
+        ))),
+    }
 }
 
-impl Section {
-    pub const ALL: [Section; 5] = [
-        Section::H,
-        Section::L,
-        Section::A,
-        Section::BG1,
-        Section::BG2,
-    ];
-
-    /// Bytes per point (affine, uncompressed in memory).
-    pub fn point_bytes(self) -> usize {
-        match self {
-            Section::BG2 => std::mem::size_of::<G2Affine>(),
-            _ => std::mem::size_of::<G1Affine>(),
-        }
+/// Bytes per point of a device section (affine, uncompressed in memory).
+pub(crate) fn point_bytes(sec: Section) -> usize {
+    match sec {
+        Section::BG2 => std::mem::size_of::<G2Affine>(),
+        _ => std::mem::size_of::<G1Affine>(),
     }
 }
 
@@ -232,8 +271,6 @@ pub(crate) fn mem_info(id: usize) -> Result<(u64, u64), CudaError> {
 /// One device's context. Not thread-safe: the backend keeps it in a Mutex.
 pub(crate) struct Ctx {
     raw: NonNull<RawCtx>,
-    /// Which SRS the resident sections hold, if any (owner contexts).
-    pub(crate) resident: Option<crate::resident::SrsKey>,
 }
 
 // SAFETY: the context is only used through &mut (behind a Mutex); the CUDA
@@ -254,10 +291,7 @@ impl Ctx {
         // SAFETY: writes one pointer.
         check(unsafe { cuzk_cuda_ctx_new(device, &mut raw) })?;
         let mut ctx = NonNull::new(raw)
-            .map(|raw| Ctx {
-                raw,
-                resident: None,
-            })
+            .map(|raw| Ctx { raw })
             .ok_or_else(|| CudaError::Cuda("no context returned".into()))?;
         ctx.set_split01(true)?;
         Ok(ctx)
@@ -274,10 +308,7 @@ impl Ctx {
         // SAFETY: a live owner; writes one pointer.
         check(unsafe { cuzk_cuda_ctx_new_worker(owner.raw.as_ptr(), &mut raw) })?;
         NonNull::new(raw)
-            .map(|raw| Ctx {
-                raw,
-                resident: None,
-            })
+            .map(|raw| Ctx { raw })
             .ok_or_else(|| CudaError::Cuda("no context returned".into()))
     }
 
@@ -365,8 +396,27 @@ impl Ctx {
         check(unsafe { cuzk_cuda_set_vram_limit(self.raw.as_ptr(), limit as usize) })
     }
 
+    /// `[gpus.tuning]` for this context's kernels and copies (worker
+    /// contexts made later take their owner's).
+    pub(crate) fn set_tuning(&mut self, tuning: &GpuTuning) -> Result<(), CudaError> {
+        let raw = RawTuning::from(tuning);
+        // SAFETY: a live context; the struct is read once.
+        check(unsafe { cuzk_cuda_set_tuning(self.raw.as_ptr(), &raw) })
+    }
+
+    /// Device scratch of one MSM of `points` device points on this
+    /// context's device (the larger of G1 and G2, at the windows its tuning
+    /// gives): the MSM driver's own figure (`cuda/msm_driver.cuh`).
+    pub(crate) fn msm_scratch(&mut self, points: usize) -> Result<u64, CudaError> {
+        let mut bytes = 0usize;
+        // SAFETY: a live context; one usize written.
+        check(unsafe { cuzk_cuda_msm_scratch(self.raw.as_ptr(), points, &mut bytes) })?;
+        Ok(bytes as u64)
+    }
+
     /// Test hook: the next `count` allocations of this context fail as if
     /// the device were full.
+    #[cfg(feature = "lab")]
     pub(crate) fn fail_next_allocs(&mut self, count: u32) -> Result<(), CudaError> {
         // SAFETY: a live context.
         check(unsafe { cuzk_cuda_fail_next_allocs(self.raw.as_ptr(), count as i32) })
@@ -425,12 +475,12 @@ impl Ctx {
         check(unsafe { cuzk_cuda_h_compute(self.raw.as_ptr(), lg_n, z_inv) })
     }
 
-    /// Allocates resident section `sec` for `npoints` points (content
+    /// Allocates device section `sec` for `npoints` points (content
     /// undefined until uploaded or tiled).
     pub(crate) fn srs_alloc(&mut self, sec: Section, npoints: usize) -> Result<(), CudaError> {
-        self.resident = None;
+        let sec = section_index(sec)?;
         // SAFETY: a live context.
-        check(unsafe { cuzk_cuda_srs_alloc(self.raw.as_ptr(), sec as i32, npoints) })
+        check(unsafe { cuzk_cuda_srs_alloc(self.raw.as_ptr(), sec, npoints) })
     }
 
     /// Copies G1 `points` into resident section `sec` (not [`Section::BG2`]).
@@ -442,11 +492,12 @@ impl Ctx {
         if sec == Section::BG2 {
             return Err(CudaError::Input("G1 points for the G2 section".into()));
         }
+        let sec = section_index(sec)?;
         // SAFETY: points outlive the call; the C side checks the bounds.
         check(unsafe {
             cuzk_cuda_srs_upload(
                 self.raw.as_ptr(),
-                sec as i32,
+                sec,
                 0,
                 points.as_ptr().cast(),
                 points.len(),
@@ -460,7 +511,7 @@ impl Ctx {
         check(unsafe {
             cuzk_cuda_srs_upload(
                 self.raw.as_ptr(),
-                Section::BG2 as i32,
+                section_index(Section::BG2)?,
                 0,
                 points.as_ptr().cast(),
                 points.len(),
@@ -469,6 +520,7 @@ impl Ctx {
     }
 
     /// Fills section `sec` (G1) with `pattern` repeated.
+    #[cfg(feature = "lab")]
     pub(crate) fn srs_tile_g1(
         &mut self,
         sec: Section,
@@ -477,11 +529,12 @@ impl Ctx {
         if sec == Section::BG2 {
             return Err(CudaError::Input("G1 points for the G2 section".into()));
         }
+        let sec = section_index(sec)?;
         // SAFETY: pattern outlives the call.
         check(unsafe {
             cuzk_cuda_srs_tile(
                 self.raw.as_ptr(),
-                sec as i32,
+                sec,
                 pattern.as_ptr().cast(),
                 pattern.len(),
             )
@@ -489,21 +542,21 @@ impl Ctx {
     }
 
     /// Fills [`Section::BG2`] with `pattern` repeated.
+    #[cfg(feature = "lab")]
     pub(crate) fn srs_tile_g2(&mut self, pattern: &[G2Affine]) -> Result<(), CudaError> {
         // SAFETY: pattern outlives the call.
         check(unsafe {
             cuzk_cuda_srs_tile(
                 self.raw.as_ptr(),
-                Section::BG2 as i32,
+                section_index(Section::BG2)?,
                 pattern.as_ptr().cast(),
                 pattern.len(),
             )
         })
     }
 
-    /// Frees the resident SRS sections.
+    /// Frees the device SRS sections.
     pub(crate) fn srs_free(&mut self) -> Result<(), CudaError> {
-        self.resident = None;
         // SAFETY: a live context.
         check(unsafe { cuzk_cuda_srs_free(self.raw.as_ptr()) })
     }
@@ -517,13 +570,14 @@ impl Ctx {
         offset: usize,
         npoints: usize,
     ) -> Result<G1Projective, CudaError> {
+        let sec = section_index(sec)?;
         let mut out = blst_p1::default();
         // SAFETY: the C side checks the section bounds; out is written once.
         check(unsafe {
             cuzk_cuda_msm_g1_resident(
                 self.raw.as_ptr(),
                 source as i32,
-                sec as i32,
+                sec,
                 offset,
                 npoints,
                 &mut out,
@@ -546,7 +600,7 @@ impl Ctx {
             cuzk_cuda_msm_g2_resident(
                 self.raw.as_ptr(),
                 source as i32,
-                Section::BG2 as i32,
+                section_index(Section::BG2)?,
                 offset,
                 npoints,
                 &mut out,
@@ -573,11 +627,11 @@ impl Ctx {
     /// Host-to-device copies through the context's page-locked chunks
     /// (`true`: no page-locking per call, which would hold the driver while
     /// other workers launch kernels) or by page-locking each source for its
-    /// copy (`false`: fewer passes over host memory). `CUZK_HOST_COPY`
+    /// copy (`false`: fewer passes over host memory). `gpus.tuning.host_copy`
     /// overrides it (`cuda/host_copy.cuh`).
-    pub(crate) fn set_staged_copies(&mut self, on: bool) -> Result<(), CudaError> {
+    pub(crate) fn set_chunked_copies(&mut self, on: bool) -> Result<(), CudaError> {
         // SAFETY: a live context.
-        check(unsafe { cuzk_cuda_set_staged_copies(self.raw.as_ptr(), i32::from(on)) })
+        check(unsafe { cuzk_cuda_set_chunked_copies(self.raw.as_ptr(), i32::from(on)) })
     }
 
     /// Zeros, ones and other scalars the split MSMs saw since the last call.

@@ -1,69 +1,52 @@
-//! cuzk-cuda: a CUDA [`ProverBackend`](cuzk_prover::ProverBackend) built on
-//! sppark, whose proofs are byte-identical to the CPU backend's.
+//! cuzk-cuda: the CUDA [`ProverBackend`](cuzk_prover::ProverBackend), built
+//! on sppark, whose proofs are byte-identical to the CPU backend's; and
+//! everything in cuzk that depends on a GPU: `[gpus]` of the config file
+//! ([`config`]), the staging tiers and their memory rule ([`staging`]),
+//! the SRS on the device (`device_srs.rs`), the device contexts and their
+//! lock (`device.rs`), the backend's metrics ([`metrics`]).
 //!
 //! Per partition the GPU computes the H polynomial (sppark's NTT plus our
 //! pointwise kernel, with bellperson's domain, coset generator 7 and Z⁻¹)
-//! and the H, L, A, B_G1 and B_G2 MSMs over the aux variables (sppark's
-//! Pippenger, in G1 and G2; A/B scalars are picked on the GPU by the density
-//! bitmaps). The tiny input MSMs run on the CPU with `cuzk_prover::msm`; the
-//! proof is assembled by `cuzk_prover::proof::assemble`.
+//! and the H, L, A, B_G1 and B_G2 MSMs over the aux variables (our driver
+//! around sppark's Pippenger kernels, in G1 and G2; A/B scalars are picked
+//! on the GPU by the density bitmaps). The tiny input MSMs run on the CPU
+//! with `cuzk_prover::msm`; the proof is assembled by
+//! `cuzk_prover::proof::assemble`.
 //!
 //! Without the `cuda` feature no CUDA code is built and
-//! [`CudaBackend::new`] returns [`CudaError::NotBuilt`].
+//! [`CudaBackend::new`] returns [`CudaError::NotBuilt`]. The `lab` feature
+//! adds what only cuzk-lab's benches and the GPU tests use
+//! (`lab::StageContext`, SRS tiling, the allocation-failure hook); the
+//! daemon never enables it.
 
 mod backend;
+pub mod config;
 #[cfg(feature = "cuda")]
 mod device;
 #[cfg(feature = "cuda")]
+mod device_srs;
+#[cfg(feature = "cuda")]
 mod ffi;
-#[cfg(feature = "cuda")]
-mod resident;
-#[cfg(feature = "cuda")]
-mod staged;
+#[cfg(all(feature = "cuda", feature = "lab"))]
+pub mod lab;
+pub mod metrics;
 pub mod staging;
 
-pub use backend::{CudaBackend, Timeline, DEFAULT_VRAM_MARGIN, GPU_MIN_POINTS};
+pub use backend::{CudaBackend, Timeline, GPU_MIN_POINTS};
+pub use config::{
+    BackendChoice, GpuTuning, GpusConfig, HostCopy, SrsPlacement, DEFAULT_VRAM_MARGIN,
+};
 #[cfg(feature = "cuda")]
-pub use ffi::{Section, Source};
+pub use device_srs::srs_device_bytes;
 #[cfg(feature = "cuda")]
-pub use resident::srs_device_bytes;
-#[cfg(feature = "cuda")]
-pub use staged::Staged;
+pub use ffi::Source;
+pub use metrics::StagingCounts;
 pub use staging::StagingTier;
 
 /// Resident witness MSMs with fewer points run as plain Pippenger, not
 /// split into zeros, ones and the rest: below 2^17 points the split's extra
 /// passes cost more than they save (H200, docs/PERF.md).
 pub const SPLIT01_MIN_POINTS: usize = 1 << 17;
-
-/// Where a circuit's SRS points live while proving (the engine's
-/// `gpus.srs_on_device`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SrsPlacement {
-    /// Kept on the device across calls when it fits beside a partition's
-    /// buffers (another SRS is evicted first); streamed from the host
-    /// otherwise.
-    #[default]
-    Auto,
-    /// Always kept on the device; a call fails when it does not fit.
-    Always,
-    /// Streamed from host memory on every call.
-    Never,
-}
-
-impl std::str::FromStr for SrsPlacement {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "auto" => Ok(SrsPlacement::Auto),
-            "always" => Ok(SrsPlacement::Always),
-            "never" => Ok(SrsPlacement::Never),
-            _ => Err(format!(
-                "unknown SRS placement {s:?}: use auto, always or never"
-            )),
-        }
-    }
-}
 
 /// Why the CUDA backend could not start or prove.
 #[derive(Debug, thiserror::Error)]
@@ -144,16 +127,6 @@ mod tests {
             "sppark's coset generator"
         );
         assert_eq!(gen, Scalar::from(7u64));
-    }
-
-    #[test]
-    fn srs_placement_parses() {
-        use crate::SrsPlacement;
-        assert_eq!("auto".parse(), Ok(SrsPlacement::Auto));
-        assert_eq!("Always".parse(), Ok(SrsPlacement::Always));
-        assert_eq!("never".parse(), Ok(SrsPlacement::Never));
-        assert!("sometimes".parse::<SrsPlacement>().is_err());
-        assert_eq!(SrsPlacement::default(), SrsPlacement::Auto);
     }
 
     #[cfg(not(feature = "cuda"))]

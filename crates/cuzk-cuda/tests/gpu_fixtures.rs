@@ -63,6 +63,8 @@ fn filecoin_2kib_circuits_equal_cpu_proofs() {
             for p in common::compare(
                 &label,
                 &gpu,
+                &gpu.tier,
+                &format!("{kind}"),
                 vec![w],
                 &srs.as_srs_ref(),
                 &r[k..=k],
@@ -75,6 +77,7 @@ fn filecoin_2kib_circuits_equal_cpu_proofs() {
             .verify(kind, &proof)
             .unwrap_or_else(|e| panic!("{kind}: verify: {e:#}"));
         assert!(ok, "{kind}: the GPU proof does not verify");
+        gpu.tier.forget(&format!("{kind}"));
         eprintln!("{kind}: GPU proof verifies ({n} partition(s))");
     }
 }

@@ -1,9 +1,11 @@
 //! GPU proofs of synthetic circuits (2^16 and 2^20 constraints) are
 //! byte-identical to the CPU backend's with the same r and s, with the SRS
-//! resident on the device and streamed from the host.
+//! on the device and streamed from the host.
 //!
 //! Needs a CUDA device (skipped, loudly, without one):
-//! `cargo test --release -p cuzk-cuda --features cuda --test gpu_synthetic -- --nocapture`
+//! `cargo test --release -p cuzk-cuda --features cuda,lab --test gpu_synthetic -- --nocapture`
+//! (the tests of the staging tiers inject allocation failures, a `lab`
+//! feature hook)
 //! (build with `eval "$(scripts/install-cuda-toolchain.sh | grep ^export)"`
 //! on a machine without the CUDA toolkit; see crates/cuzk-cuda/README.md).
 #![cfg(feature = "cuda")]
@@ -12,7 +14,8 @@ mod common;
 
 use blstrs::Scalar;
 use cuzk_circuits::chain::Chain;
-use cuzk_cuda::{CudaBackend, CudaError, SrsPlacement, StagingTier};
+use cuzk_core::device_tier::DeviceTier;
+use cuzk_cuda::{CudaBackend, CudaError, SrsPlacement};
 use cuzk_prover::backend::{ProverBackend, ProverError};
 use cuzk_prover::synthesize;
 use cuzk_prover::CpuBackend;
@@ -20,8 +23,9 @@ use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-/// `count` partitions of a chain just under 2^log constraints.
-fn check(gpu: &CudaBackend, log: u32, count: usize) {
+/// `count` partitions of a chain just under 2^log constraints, the SRS
+/// through `tier`.
+fn check(gpu: &CudaBackend, tier: &DeviceTier, log: u32, count: usize) {
     let steps = Chain::for_log(log, None).steps;
     let mut rng = ChaCha8Rng::seed_from_u64(u64::from(log));
     let t = std::time::Instant::now();
@@ -42,13 +46,31 @@ fn check(gpu: &CudaBackend, log: u32, count: usize) {
     let r: Vec<Scalar> = (0..count).map(|_| Scalar::random(&mut rng)).collect();
     let s: Vec<Scalar> = (0..count).map(|_| Scalar::random(&mut rng)).collect();
     let label = format!("2^{log} x{count}");
-    let expected = common::compare(&label, gpu, witnesses.clone(), &srs.as_srs_ref(), &r, &s);
+    let key = format!("chain 2^{log} seed {log}");
+    let expected = common::compare(
+        &label,
+        gpu,
+        tier,
+        &key,
+        witnesses.clone(),
+        &srs.as_srs_ref(),
+        &r,
+        &s,
+    );
     // Again on the warm context (device buffers already allocated).
     let mut again = witnesses;
     let t = std::time::Instant::now();
-    let (proofs, stats) = gpu
-        .prove(&mut again, &srs.as_srs_ref(), &r, &s)
-        .expect("second GPU proof");
+    let (proofs, stats) = common::prove_on(
+        gpu,
+        tier,
+        &key,
+        &mut again,
+        &srs.as_srs_ref(),
+        &r,
+        &s,
+        &mut |_| {},
+    )
+    .expect("second GPU proof");
     common::print_stats(&format!("{label} gpu again"), &stats, t.elapsed());
     let bytes: Vec<_> = proofs.iter().map(|p| p.to_bytes()).collect();
     assert!(bytes == expected, "{label}: the second GPU proof differs");
@@ -70,24 +92,65 @@ fn check(gpu: &CudaBackend, log: u32, count: usize) {
             "{label}: {sh:?} for {aux} aux"
         );
     }
+    // The next SRS gets the device.
+    tier.forget(&key);
 }
 
 #[test]
 fn synthetic_circuits_equal_cpu_proofs() {
     let Some(gpu) = common::gpu() else { return };
-    check(&gpu, 16, 2);
+    check(&gpu, &gpu.tier, 16, 2);
     // Freed buffers are allocated again; a second backend on the same
     // device shares the context.
     gpu.release_buffers().expect("freeing the device buffers");
     let other = CudaBackend::new(0).expect("a second backend on device 0");
-    check(&other, 16, 1);
-    check(&gpu, 20, 1);
-    // Streamed first, resident second (`compare` runs the other placement);
-    // each new SRS evicts the resident one.
+    check(&other, &DeviceTier::new(), 16, 1);
+    check(&gpu, &gpu.tier, 20, 1);
+    // Streamed first, on the device second (`compare` runs the other
+    // placement).
     let streamed = CudaBackend::with_placement(0, SrsPlacement::Never).expect("streamed backend");
-    check(&streamed, 16, 1);
-    gpu.release_srs().expect("freeing the resident SRS");
-    check(&streamed, 20, 1);
+    let tier = DeviceTier::new();
+    check(&streamed, &tier, 16, 1);
+    check(&streamed, &tier, 20, 1);
+}
+
+/// A device holds one prepared SRS: another is `Occupied` until the first
+/// handle is dropped, and a backend that streams prepares nothing.
+#[test]
+fn one_prepared_srs_per_device() {
+    use cuzk_prover::{SrsPreparation, WitnessSize};
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let (a, _) = cuzk_setup::generate(Chain::for_log(12, None), &mut rng).expect("parameters");
+    let (b, _) = cuzk_setup::generate(Chain::for_log(13, None), &mut rng).expect("parameters");
+    let size = WitnessSize {
+        constraints: 1 << 13,
+        inputs: 2,
+        aux: 1 << 13,
+    };
+    let first = match gpu.prepare_srs(&a.as_srs_ref(), &size).expect("prepare a") {
+        SrsPreparation::Ready { srs, bytes } => {
+            assert_eq!(bytes, cuzk_cuda::srs_device_bytes(&a.as_srs_ref()));
+            srs
+        }
+        _ => panic!("a small SRS fits on the device"),
+    };
+    assert!(matches!(
+        gpu.prepare_srs(&b.as_srs_ref(), &size).expect("prepare b"),
+        SrsPreparation::Occupied
+    ));
+    drop(first);
+    assert!(matches!(
+        gpu.prepare_srs(&b.as_srs_ref(), &size).expect("prepare b"),
+        SrsPreparation::Ready { .. }
+    ));
+    let streamed = CudaBackend::with_placement(0, SrsPlacement::Never).expect("backend");
+    assert!(matches!(
+        streamed
+            .prepare_srs(&a.as_srs_ref(), &size)
+            .expect("prepare"),
+        SrsPreparation::Host
+    ));
 }
 
 /// A larger size, for timings: `-- --ignored synthetic_2_pow_24`.
@@ -95,7 +158,7 @@ fn synthetic_circuits_equal_cpu_proofs() {
 #[ignore = "large: about 2 minutes on 16 cores"]
 fn synthetic_2_pow_24() {
     let Some(gpu) = common::gpu() else { return };
-    check(&gpu, 24, 1);
+    check(&gpu, &gpu.tier, 24, 1);
 }
 
 #[test]
@@ -130,20 +193,22 @@ fn a_missing_device_and_a_wrong_srs_are_errors() {
 }
 
 /// Proves one 2^16 chain partition on `gpu` and returns the proof bytes and
-/// the staging counts, or the error.
+/// the staging counts of this call, or the error.
+#[cfg(feature = "lab")]
 fn prove_staged(
     gpu: &CudaBackend,
     srs: &cuzk_prover::srs::Srs,
     w: &cuzk_prover::synth::PartitionWitness,
-) -> Result<([u8; 192], cuzk_prover::backend::StagingCounts), ProverError> {
+) -> Result<([u8; 192], cuzk_cuda::StagingCounts), ProverError> {
     let mut batch = vec![w.clone()];
-    let (proofs, stats) = gpu.prove(
+    let before = gpu.staging_counts();
+    let (proofs, _) = gpu.prove(
         &mut batch,
         &srs.as_srs_ref(),
         &[Scalar::from(3u64)],
         &[Scalar::from(5u64)],
     )?;
-    Ok((proofs[0].to_bytes(), stats.staging))
+    Ok((proofs[0].to_bytes(), gpu.staging_counts() - before))
 }
 
 /// Memory tiers: an allocation failure (the test hook) makes the partition
@@ -151,8 +216,10 @@ fn prove_staged(
 /// failure is an out-of-memory error that leaves the context usable; a
 /// `vram_limit` just above what the a-only tier needs makes the backend
 /// choose that tier by itself.
+#[cfg(feature = "lab")]
 #[test]
 fn staging_tiers_fall_back_and_give_the_same_proof() {
+    use cuzk_cuda::StagingTier;
     let Some(gpu) = common::gpu() else { return };
     let steps = (1usize << 15) - 4;
     let mut rng = ChaCha8Rng::seed_from_u64(99);
@@ -186,14 +253,14 @@ fn staging_tiers_fall_back_and_give_the_same_proof() {
 
     for (fail, want) in [(1, (0, 1, 0, 1)), (2, (0, 0, 1, 2))] {
         gpu.release_buffers().expect("release");
-        gpu.fail_next_allocs(fail).expect("test hook");
+        gpu.fail_next_allocs(fail);
         let (bytes, st) = prove_staged(&gpu, &srs, &w).expect("GPU proof after a fallback");
         assert_eq!(bytes, expected, "{fail} injected failure(s)");
         assert_eq!((st.all, st.a_only, st.none, st.fallbacks), want, "{st:?}");
     }
 
     gpu.release_buffers().expect("release");
-    gpu.fail_next_allocs(3).expect("test hook");
+    gpu.fail_next_allocs(3);
     match prove_staged(&gpu, &srs, &w) {
         Err(e) => assert!(e.to_string().contains("out of device memory"), "{e}"),
         Ok(_) => panic!("three injected failures should exhaust the tiers"),
@@ -207,8 +274,13 @@ fn staging_tiers_fall_back_and_give_the_same_proof() {
     let (free, total) = gpu.memory().expect("memory");
     let margin = 64 << 20;
     let (n, aux) = (w.a.len().next_power_of_two(), w.aux.len());
-    let limit = total - free + StagingTier::AOnly.need(n, aux) + margin;
-    assert!(StagingTier::All.need(n, aux) > StagingTier::AOnly.need(n, aux));
+    // The MSM driver's own scratch figure, as the backend sizes tiers.
+    let temp = gpu
+        .stages()
+        .and_then(|mut st| st.msm_scratch(n.max(aux)))
+        .expect("MSM scratch");
+    let limit = total - free + StagingTier::AOnly.need(n, aux, temp) + margin;
+    assert!(StagingTier::All.need(n, aux, temp) > StagingTier::AOnly.need(n, aux, temp));
     let limited = gpu
         .clone()
         .with_memory(Some(limit), margin)
@@ -225,6 +297,7 @@ fn staging_tiers_fall_back_and_give_the_same_proof() {
 /// allocation failure injected into one worker's partition makes that
 /// partition fall back a tier and still give the CPU's proof, while every
 /// partition of the other worker takes the top tier and gives its own.
+#[cfg(feature = "lab")]
 #[test]
 fn an_injected_failure_in_one_worker_leaves_the_other_alone() {
     let Some(gpu) = common::gpu() else { return };
@@ -248,14 +321,16 @@ fn an_injected_failure_in_one_worker_leaves_the_other_alone() {
     let expected: Vec<_> = cpu.iter().map(|p| p.to_bytes()).collect();
 
     let gpu = CudaBackend::with_placement(gpu.device(), SrsPlacement::Always).expect("backend");
+    let tier = DeviceTier::new();
     // Fresh buffers, so that each worker's first allocation is its a|b|c.
     gpu.release_buffers().expect("release");
-    gpu.fail_next_allocs(1).expect("test hook");
+    gpu.fail_next_allocs(1);
+    let before = gpu.staging_counts();
     let start = std::sync::Barrier::new(2);
     let results: Vec<Vec<_>> = std::thread::scope(|sc| {
         let handles: Vec<_> = (0..2)
             .map(|t| {
-                let (gpu, srs, start) = (&gpu, &srs, &start);
+                let (gpu, tier, srs, start) = (&gpu, &tier, &srs, &start);
                 let (witnesses, r, s) = (&witnesses, &r, &s);
                 sc.spawn(move || {
                     start.wait();
@@ -263,10 +338,18 @@ fn an_injected_failure_in_one_worker_leaves_the_other_alone() {
                         .step_by(2)
                         .map(|i| {
                             let mut one = vec![witnesses[i].clone()];
-                            let (p, st) = gpu
-                                .prove(&mut one, srs, &r[i..=i], &s[i..=i])
-                                .unwrap_or_else(|e| panic!("worker {t}, partition {i}: {e}"));
-                            (t, i, p[0].to_bytes(), st.staging)
+                            let (p, _) = common::prove_on(
+                                gpu,
+                                tier,
+                                "chain 2^18",
+                                &mut one,
+                                srs,
+                                &r[i..=i],
+                                &s[i..=i],
+                                &mut |_| {},
+                            )
+                            .unwrap_or_else(|e| panic!("worker {t}, partition {i}: {e}"));
+                            (t, i, p[0].to_bytes())
                         })
                         .collect()
                 })
@@ -277,20 +360,17 @@ fn an_injected_failure_in_one_worker_leaves_the_other_alone() {
             .map(|h| h.join().expect("worker thread"))
             .collect()
     });
-    let mut faulted = Vec::new();
-    for (t, i, bytes, st) in results.into_iter().flatten() {
-        eprintln!("worker {t} partition {i}: {st:?}");
+    for (t, i, bytes) in results.into_iter().flatten() {
         assert_eq!(bytes, expected[i], "worker {t}, partition {i}");
-        if st.fallbacks > 0 {
-            assert_eq!((st.a_only, st.fallbacks), (1, 1), "{st:?}");
-            faulted.push(t);
-        } else {
-            assert_eq!((st.all, st.a_only, st.none), (1, 0, 0), "{st:?}");
-        }
     }
-    assert_eq!(faulted.len(), 1, "exactly one partition met the failure");
-    eprintln!(
-        "worker {} fell back once; the other's partitions all took the top tier",
-        faulted[0]
+    // The backend counts tiers over both workers: one partition met the
+    // failure and fell back to a only, every other took the top tier.
+    let st = gpu.staging_counts() - before;
+    eprintln!("tiers over both workers: {st:?}");
+    assert_eq!(
+        (st.all, st.a_only, st.none, st.fallbacks),
+        (count as u32 - 1, 1, 0, 1),
+        "{st:?}"
     );
+    tier.forget("chain 2^18");
 }

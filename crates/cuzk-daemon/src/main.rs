@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use cuzk_core::Config;
+use cuzk_server::Config;
 use cuzk_server::Daemon;
 use tokio::signal::unix::{signal, SignalKind};
 use tracing::info;

@@ -168,4 +168,15 @@ fn print_config_shows_the_defaults() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("listen = \"127.0.0.1:9820\""), "{text}");
+    // The GPU backend's table and its knobs are part of the one file.
+    for line in [
+        "[gpus]",
+        "srs_on_device = \"auto\"",
+        "[gpus.tuning]",
+        "msm_window_bits = 0",
+        "host_copy = \"auto\"",
+        "trace_msm = false",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} in:\n{text}");
+    }
 }

@@ -41,8 +41,7 @@ use fs2::FileExt;
 
 use manifest::MANIFEST_VERSION;
 
-/// Environment variable overriding the sealed 2 KiB fixture directory.
-pub const FIXTURES_DIR_ENV: &str = "CUZK_FIXTURES_DIR";
+pub use cuzk_test_support::FIXTURES_DIR_ENV;
 
 /// The sector size of the sealed fixture set.
 pub const SECTOR_SIZE: u64 = sector::SECTOR_SIZE;
@@ -74,22 +73,16 @@ pub enum Progress {
     },
 }
 
-/// `$XDG_CACHE_HOME/cuzk`, else `~/.cache/cuzk`, else `/var/tmp/cuzk`.
+/// `$XDG_CACHE_HOME/cuzk`, else `~/.cache/cuzk`, else `/var/tmp/cuzk`
+/// (`cuzk-test-support`, the one fixture-directory lookup).
 pub fn cache_root() -> PathBuf {
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from("/var/tmp"))
-        .join("cuzk")
+    cuzk_test_support::cache_root()
 }
 
 /// The sealed fixture directory used when none is given:
 /// `$CUZK_FIXTURES_DIR`, else `<cache root>/fixtures-2KiB`.
 pub fn default_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os(FIXTURES_DIR_ENV) {
-        return PathBuf::from(d);
-    }
-    cache_root().join("fixtures-2KiB")
+    cuzk_test_support::fixtures_dir()
 }
 
 /// The default directory of a synthetic set: `<cache root>/fixtures-<size>`,
@@ -270,12 +263,9 @@ fn reuse_or_make(
 /// filecoin-proofs keeps the SDR parent cache in one process-wide place;
 /// the fixtures keep theirs with them (unless the caller chose one).
 fn set_parent_cache(dir: &Path) -> Result<()> {
-    const ENV: &str = "FIL_PROOFS_PARENT_CACHE";
-    if std::env::var_os(ENV).is_none() {
-        let parents = dir.join("parents");
-        fs::create_dir_all(&parents)?;
-        std::env::set_var(ENV, parents);
-    }
+    let parents = dir.join("parents");
+    fs::create_dir_all(&parents)?;
+    cuzk_core::process_env::fix_parent_cache(&parents);
     Ok(())
 }
 

@@ -1,20 +1,32 @@
 //! The prover backend interface: witnesses and an SRS in, proofs out.
 //!
-//! The engine drives any [`ProverBackend`] — the CPU backend here, a CUDA
-//! backend elsewhere — without knowing which. An [`SrsRef`] is a borrowed
-//! view of the SRS points, whatever holds them (decoded in memory, a
-//! memory-mapped warm file, or bellperson's own parameters in tests).
+//! The engine drives any [`ProverBackend`] — the CPU backend here, the CUDA
+//! backend in `cuzk-cuda` — without knowing which. Whatever depends on the
+//! device is the backend's to say: the host memory a partition takes while
+//! it proves it ([`ProverBackend::host_bytes`]), how an SRS is made ready on
+//! its device ([`ProverBackend::prepare_srs`]; the engine's SRS manager
+//! keeps what it returns in its device tier) and its own metrics
+//! ([`ProverBackend::metrics`]). An [`SrsRef`] is a borrowed view of the SRS
+//! points, whatever holds them (decoded in memory, a memory-mapped warm
+//! file, or bellperson's own parameters in tests), with the device copy the
+//! backend prepared, if any.
 
+use std::any::Any;
+use std::sync::Arc;
 use std::time::Duration;
 
 use blstrs::{G1Affine, G2Affine, Scalar};
 
 use crate::msm::MsmShape;
 use crate::proof::Proof;
-use crate::synth::PartitionWitness;
+use crate::synth::{PartitionWitness, WitnessSize};
+
+/// What a backend made of an SRS on its device ([`ProverBackend::prepare_srs`]):
+/// opaque to everyone else. The device copy lives as long as a clone does.
+pub type DeviceSrs = Arc<dyn Any + Send + Sync>;
 
 /// Borrowed SRS points of one circuit.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct SrsRef<'a> {
     pub alpha_g1: G1Affine,
     pub beta_g1: G1Affine,
@@ -30,6 +42,33 @@ pub struct SrsRef<'a> {
     /// Inputs with B density, then aux variables with B density.
     pub b_g1: &'a [G1Affine],
     pub b_g2: &'a [G2Affine],
+    /// The proving backend's device copy of these points, from its
+    /// [`ProverBackend::prepare_srs`] (`None`: prove from host memory).
+    pub device: Option<&'a (dyn Any + Send + Sync)>,
+}
+
+impl std::fmt::Debug for SrsRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SrsRef")
+            .field("h", &self.h.len())
+            .field("l", &self.l.len())
+            .field("a", &self.a.len())
+            .field("b_g1", &self.b_g1.len())
+            .field("b_g2", &self.b_g2.len())
+            .field("on_device", &self.device.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> SrsRef<'a> {
+    /// The same points, with the device copy `device` a backend prepared
+    /// from them.
+    pub fn on_device(self, device: &'a DeviceSrs) -> SrsRef<'a> {
+        SrsRef {
+            device: Some(&**device),
+            ..self
+        }
+    }
 }
 
 impl crate::srs::Srs {
@@ -46,6 +85,7 @@ impl crate::srs::Srs {
             a: &self.a,
             b_g1: &self.b_g1,
             b_g2: &self.b_g2,
+            device: None,
         }
     }
 }
@@ -65,6 +105,7 @@ impl crate::srs::WarmSrs {
             a: self.a(),
             b_g1: self.b_g1(),
             b_g2: self.b_g2(),
+            device: None,
         }
     }
 }
@@ -93,47 +134,6 @@ pub struct ProveStats {
     pub assembly: Duration,
     /// How the L, A and B scalars split into zeros, ones and others.
     pub shape: MsmShape,
-    /// How a GPU backend staged the partitions (all zero on the CPU).
-    pub staging: StagingCounts,
-}
-
-/// Partitions per device-memory staging tier of a GPU backend, and the
-/// tiers abandoned after an allocation failed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StagingCounts {
-    /// a, b and c on the device at once.
-    pub all: u32,
-    /// a on the device, b and c through a second buffer.
-    pub a_only: u32,
-    /// Nothing staged: H computed on the host.
-    pub none: u32,
-    /// Attempts that ran out of device memory and fell back a tier.
-    pub fallbacks: u32,
-    /// Times a partition found no room even for the lowest tier (or ran out
-    /// in its MSM stage) and waited for other partitions on the device to
-    /// give memory back, instead of failing.
-    pub waits: u32,
-}
-
-impl std::ops::AddAssign for StagingCounts {
-    fn add_assign(&mut self, o: StagingCounts) {
-        self.all += o.all;
-        self.a_only += o.a_only;
-        self.none += o.none;
-        self.fallbacks += o.fallbacks;
-        self.waits += o.waits;
-    }
-}
-
-impl StagingCounts {
-    /// `(label, count)` per tier, in the order all, a_only, none.
-    pub fn by_tier(&self) -> [(&'static str, u32); 3] {
-        [
-            ("all", self.all),
-            ("a_only", self.a_only),
-            ("none", self.none),
-        ]
-    }
 }
 
 impl ProveStats {
@@ -162,6 +162,56 @@ pub struct DeviceInfo {
     pub busy: Option<std::time::Duration>,
 }
 
+/// Host memory one partition takes while a backend proves it, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostBytes {
+    /// a/b/c and what computing H from them takes: given back when the
+    /// backend reports them consumed (`abc_freed`).
+    pub abc: u64,
+    /// Everything else (assignments, densities, MSM scalars), until the
+    /// partition is proved.
+    pub rest: u64,
+}
+
+impl HostBytes {
+    pub fn total(&self) -> u64 {
+        self.abc + self.rest
+    }
+}
+
+/// What [`ProverBackend::prepare_srs`] did.
+#[derive(Clone)]
+pub enum SrsPreparation {
+    /// Ready on the device, taking `bytes` of its memory: pass it with the
+    /// points ([`SrsRef::on_device`]); dropping every clone frees it.
+    Ready { srs: DeviceSrs, bytes: u64 },
+    /// The device holds another prepared SRS: it must be released first.
+    Occupied,
+    /// Proved from host memory: this backend keeps nothing on a device, it
+    /// is configured not to, or the SRS does not fit.
+    Host,
+}
+
+/// Whether a [`BackendMetric`] only grows or goes up and down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricKind {
+    Counter,
+    Gauge,
+}
+
+/// One sample of a backend's own metrics ([`ProverBackend::metrics`]),
+/// exported by the engine with a `backend` label added.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BackendMetric {
+    /// Prometheus name and help text; samples of one name share both.
+    pub name: &'static str,
+    pub help: &'static str,
+    pub kind: MetricKind,
+    /// Labels besides `backend`.
+    pub labels: Vec<(&'static str, String)>,
+    pub value: f64,
+}
+
 /// Turns partition witnesses into Groth16 proofs.
 pub trait ProverBackend: Send + Sync {
     /// A short name (`cpu`, `cuda:0`).
@@ -170,6 +220,30 @@ pub trait ProverBackend: Send + Sync {
     /// The accelerator it drives, if any (`None`: the CPU).
     fn device(&self) -> Option<DeviceInfo> {
         None
+    }
+
+    /// Host memory a partition of `size` (`constraints`: the domain size)
+    /// takes while this backend proves it: what the engine reserves from
+    /// its memory budget before synthesizing one.
+    fn host_bytes(&self, size: &WitnessSize) -> HostBytes;
+
+    /// Makes `srs` ready on this backend's device for partitions of `size`
+    /// (for instance its points uploaded to device memory). The engine's
+    /// SRS manager calls it and keeps a [`SrsPreparation::Ready`] result in
+    /// its device tier for as long as the host copy is resident; by default
+    /// there is nothing to prepare.
+    fn prepare_srs(
+        &self,
+        srs: &SrsRef<'_>,
+        size: &WitnessSize,
+    ) -> Result<SrsPreparation, ProverError> {
+        let _ = (srs, size);
+        Ok(SrsPreparation::Host)
+    }
+
+    /// The backend's own metrics, read at every scrape (none by default).
+    fn metrics(&self) -> Vec<BackendMetric> {
+        Vec::new()
     }
 
     /// Proves a batch of partitions of one circuit with randomisers

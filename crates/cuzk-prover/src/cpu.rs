@@ -4,11 +4,13 @@ use std::time::Instant;
 
 use blstrs::Scalar;
 
-use crate::backend::{check_batch, check_srs, ProveStats, ProverBackend, ProverError, SrsRef};
+use crate::backend::{
+    check_batch, check_srs, HostBytes, ProveStats, ProverBackend, ProverError, SrsRef,
+};
 use crate::msm::{msm, G1, G2};
 use crate::ntt::{compute_h, Domain};
 use crate::proof::{assemble, MsmResults, Proof};
-use crate::synth::PartitionWitness;
+use crate::synth::{PartitionWitness, WitnessSize};
 
 /// Proves on the CPU with all rayon threads.
 #[derive(Clone, Copy, Debug, Default)]
@@ -96,6 +98,17 @@ impl CpuBackend {
 impl ProverBackend for CpuBackend {
     fn name(&self) -> String {
         "cpu".into()
+    }
+
+    /// a, b, c padded to the domain n, and per point of H and of aux the
+    /// MSM's scalar bytes and pointers (40 bytes); assignments and density
+    /// bitmaps.
+    fn host_bytes(&self, size: &WitnessSize) -> HostBytes {
+        let (n, aux, inputs) = (size.constraints as u64, size.aux as u64, size.inputs as u64);
+        HostBytes {
+            abc: 3 * 32 * n + 40 * n,
+            rest: 32 * (aux + inputs) + (2 * aux + inputs) / 8 + 64 + 40 * aux,
+        }
     }
 
     fn prove_with(

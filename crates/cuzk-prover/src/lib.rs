@@ -2,8 +2,10 @@
 //!
 //! Synthesis of one circuit into a partition witness ([`synth`]) is kept
 //! apart from the prover backend that turns witnesses into proofs
-//! ([`backend`]), so CPU synthesis and (later) GPU proving can overlap and
-//! memory stays bounded. The CPU backend ([`cpu`]) computes the H polynomial
+//! ([`backend`]: the trait, and everything about a backend that depends on
+//! its device), so synthesis and proving (on the CPU here, on a GPU in
+//! `cuzk-cuda`) overlap and memory stays bounded. Nothing here is
+//! specific to a GPU. The CPU backend ([`cpu`]) computes the H polynomial
 //! with [`ntt`] and the multi-scalar multiplications with [`msm`]; [`proof`]
 //! assembles proofs exactly as bellperson does; [`srs`] reads and writes the
 //! parameters; [`density`] holds the A/B query bitmaps.
@@ -20,7 +22,10 @@ pub mod raw;
 pub mod srs;
 pub mod synth;
 
-pub use backend::{DeviceInfo, ProveStats, ProverBackend, ProverError, SrsRef};
+pub use backend::{
+    BackendMetric, DeviceInfo, DeviceSrs, HostBytes, MetricKind, ProveStats, ProverBackend,
+    ProverError, SrsPreparation, SrsRef,
+};
 pub use cpu::CpuBackend;
 pub use density::Density;
 pub use proof::{Proof, PROOF_BYTES};

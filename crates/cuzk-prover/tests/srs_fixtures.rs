@@ -30,16 +30,7 @@ impl<T> OkOrPanic<T> for Result<T, SrsError> {
 }
 
 fn params_dir() -> PathBuf {
-    let root = std::env::var_os("CUZK_FIXTURES_DIR")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let cache = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-            Some(cache.join("cuzk").join("fixtures-2KiB"))
-        })
-        .expect("neither CUZK_FIXTURES_DIR nor HOME is set");
-    let dir = root.join("params");
+    let dir = cuzk_test_support::fixture_params_dir();
     assert!(
         dir.is_dir(),
         "fixture parameters not found in {}: run `cuzk-bench gen-fixtures` \

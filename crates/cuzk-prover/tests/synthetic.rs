@@ -85,6 +85,7 @@ fn srs_ref(p: &Parameters<Bls12>) -> SrsRef<'_> {
         a: &p.a,
         b_g1: &p.b_g1,
         b_g2: &p.b_g2,
+        device: None,
     }
 }
 

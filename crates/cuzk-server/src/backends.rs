@@ -1,15 +1,28 @@
 //! Choosing the prover backends from `[gpus]`: the CPU, or one CUDA backend
-//! per configured device.
+//! per configured device, made by `cuzk-cuda` from its own config.
 
 use std::sync::Arc;
 
-use cuzk_core::config::{BackendChoice, GpusConfig, SrsOnDevice};
-use cuzk_cuda::{CudaBackend, SrsPlacement};
+use cuzk_cuda::{BackendChoice, CudaBackend, GpusConfig};
 use cuzk_prover::{CpuBackend, ProverBackend};
 use tracing::{info, warn};
 
+/// Why no backend `[gpus]` asks for could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error(transparent)]
+    Cuda(#[from] cuzk_cuda::CudaError),
+    #[error("no usable CUDA device")]
+    NoDevice,
+    #[error("gpus.devices: device {device}: {source}")]
+    Device {
+        device: usize,
+        source: cuzk_cuda::CudaError,
+    },
+}
+
 /// The backends `[gpus]` asks for, one per device.
-pub fn from_config(gpus: &GpusConfig) -> Result<Vec<Arc<dyn ProverBackend>>, String> {
+pub fn from_config(gpus: &GpusConfig) -> Result<Vec<Arc<dyn ProverBackend>>, BackendError> {
     match gpus.backend {
         BackendChoice::Cpu => Ok(vec![Arc::new(CpuBackend)]),
         BackendChoice::Cuda => cuda(gpus),
@@ -27,44 +40,30 @@ pub fn from_config(gpus: &GpusConfig) -> Result<Vec<Arc<dyn ProverBackend>>, Str
     }
 }
 
-fn cuda(gpus: &GpusConfig) -> Result<Vec<Arc<dyn ProverBackend>>, String> {
-    let devices = &gpus.devices;
-    let placement = match gpus.srs_on_device {
-        SrsOnDevice::Auto => SrsPlacement::Auto,
-        SrsOnDevice::Always => SrsPlacement::Always,
-        SrsOnDevice::Never => SrsPlacement::Never,
-    };
-    let count = cuzk_cuda::device_count().map_err(|e| e.to_string())?;
+fn cuda(gpus: &GpusConfig) -> Result<Vec<Arc<dyn ProverBackend>>, BackendError> {
+    let count = cuzk_cuda::device_count()?;
     if !cfg!(feature = "cuda") {
-        return Err(cuzk_cuda::CudaError::NotBuilt.to_string());
+        return Err(cuzk_cuda::CudaError::NotBuilt.into());
     }
     if count == 0 {
-        return Err("no usable CUDA device".into());
+        return Err(BackendError::NoDevice);
     }
-    let chosen: Vec<usize> = if devices.is_empty() {
+    let chosen: Vec<usize> = if gpus.devices.is_empty() {
         (0..count).collect()
     } else {
-        devices.to_vec()
+        gpus.devices.clone()
     };
     let mut out: Vec<Arc<dyn ProverBackend>> = Vec::new();
     for d in chosen {
-        if out.iter().any(|b| b.name() == format!("cuda:{d}")) {
-            return Err(format!("gpus.devices lists device {d} twice"));
-        }
-        let b =
-            CudaBackend::with_placement(d, placement).map_err(|e| format!("gpus.devices: {e}"))?;
-        let limit = gpus.vram_limit.map(|l| l.as_u64());
-        let margin = gpus.vram_safety_margin.as_u64();
-        let b = b
-            .with_memory(limit, margin)
-            .map_err(|e| format!("gpus.vram_limit: {e}"))?;
-        let name = b.device_name().unwrap_or_default();
+        let b = CudaBackend::from_config(d, gpus)
+            .map_err(|source| BackendError::Device { device: d, source })?;
         info!(
             device = d,
-            name,
-            srs_on_device = ?placement,
-            vram_limit = limit.unwrap_or(0),
-            vram_safety_margin = margin,
+            name = b.device_name().unwrap_or_default(),
+            srs_on_device = ?gpus.srs_on_device,
+            vram_limit = gpus.vram_limit.map_or(0, |l| l.as_u64()),
+            vram_safety_margin = gpus.vram_safety_margin.as_u64(),
+            tuning = ?gpus.tuning,
             "CUDA prover backend"
         );
         out.push(Arc::new(b));
@@ -92,7 +91,8 @@ mod tests {
                 ..Default::default()
             })
             .err()
-            .expect("cuda without a device is refused");
+            .expect("cuda without a device is refused")
+            .to_string();
             assert!(e.contains("cuda") || e.contains("CUDA"), "{e}");
         }
     }

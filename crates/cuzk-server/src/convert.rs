@@ -113,6 +113,7 @@ pub fn srs_status(e: cuzk_core::srs_manager::SrsError) -> Status {
         E::NoRoom { .. } => Status::resource_exhausted(e.to_string()),
         E::TooLarge { .. } => Status::failed_precondition(e.to_string()),
         E::Load { .. } => Status::failed_precondition(e.to_string()),
+        E::Device { .. } => Status::internal(e.to_string()),
     }
 }
 

@@ -8,7 +8,7 @@ use cuzk_core::budget::MemoryBudget;
 use cuzk_core::journal::Journal;
 use cuzk_core::r1cs_manager::ConstraintSystems;
 use cuzk_core::srs_manager::ParamsLoader;
-use cuzk_core::{Config, Engine, EngineParts, FilecoinProofs, SrsManager};
+use cuzk_core::{Engine, EngineParts, FilecoinProofs, SrsManager};
 use cuzk_proto::ProvingEngineServer;
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tracing::{info, warn};
@@ -17,6 +17,7 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Identity, ServerTlsConfig};
 
 use crate::access::{Access, AccessError};
+use crate::config::Config;
 use crate::http::StatusListener;
 use crate::listen::{Bound, ListenAddr};
 use crate::service::ProvingService;
@@ -28,7 +29,7 @@ const MESSAGE_OVERHEAD: usize = 16 << 20;
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
     #[error("daemon.listen: {0}")]
-    Listen(String),
+    Listen(#[from] crate::listen::BadListenAddr),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: String,
@@ -39,7 +40,7 @@ pub enum DaemonError {
     #[error(transparent)]
     Config(#[from] cuzk_core::config::ConfigError),
     #[error("gpus.backend: {0}")]
-    Backend(String),
+    Backend(#[from] crate::backends::BackendError),
     #[error("daemon.status_listen: {0}")]
     Status(String),
     #[error("gRPC server failed: {0}")]
@@ -130,7 +131,7 @@ impl Daemon {
         ));
         let parts = EngineParts {
             system: Arc::new(FilecoinProofs),
-            backends: crate::backends::from_config(&config.gpus).map_err(DaemonError::Backend)?,
+            backends: crate::backends::from_config(&config.gpus)?,
             srs,
             budget,
             r1cs,
@@ -140,7 +141,7 @@ impl Daemon {
 
     /// As [`Daemon::start`], with the engine's parts given.
     pub async fn start_with(config: Config, parts: EngineParts) -> Result<Daemon, DaemonError> {
-        let listen = ListenAddr::parse(&config.daemon.listen).map_err(DaemonError::Listen)?;
+        let listen = ListenAddr::parse(&config.daemon.listen)?;
         let params = config.params.resolved_cache_dir();
         cuzk_core::params::init_parameter_cache(&params)?;
         info!(dir = %params.display(), "Groth16 parameter cache");

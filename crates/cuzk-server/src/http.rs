@@ -109,6 +109,14 @@ pub struct SrsJson {
     pub in_use: u32,
     pub idle_seconds: Option<u64>,
     pub loads: u32,
+    /// Backends holding a copy on their device, with its bytes.
+    pub on_devices: Vec<SrsDeviceJson>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SrsDeviceJson {
+    pub backend: String,
+    pub bytes: u64,
 }
 
 fn task(t: &Option<WorkerTask>) -> Option<TaskJson> {
@@ -190,6 +198,14 @@ impl From<&EngineStatus> for StatusJson {
                     in_use: e.in_use,
                     idle_seconds: e.idle_secs,
                     loads: e.loads,
+                    on_devices: e
+                        .on_devices
+                        .iter()
+                        .map(|(backend, bytes)| SrsDeviceJson {
+                            backend: backend.clone(),
+                            bytes: *bytes,
+                        })
+                        .collect(),
                 })
                 .collect(),
             constraint_systems: s

@@ -1,7 +1,9 @@
 //! cuzk-server: the `cuzk.v1.ProvingEngine` gRPC service over a cuzk-core
 //! engine.
 //!
-//! [`service`] answers the RPCs, [`convert`] maps messages and errors between
+//! [`config`] is the daemon's whole TOML file (the engine's sections and the
+//! GPU backend's `[gpus]`), [`backends`] turns `[gpus]` into prover
+//! backends, [`service`] answers the RPCs, [`convert`] maps messages and errors between
 //! the wire and the engine, [`listen`] binds TCP or unix sockets, [`daemon`]
 //! runs a whole daemon (engine + server + graceful stop) for the
 //! `cuzk-daemon` binary and for in-process use, [`http`] serves `/status`
@@ -11,6 +13,7 @@
 pub mod access;
 pub mod backends;
 pub mod client;
+pub mod config;
 pub mod convert;
 pub mod daemon;
 pub mod http;
@@ -19,6 +22,7 @@ pub mod service;
 pub mod tls;
 
 pub use client::{connect, connect_with, Client, ClientOptions};
+pub use config::Config;
 pub use daemon::{Daemon, DaemonError};
 pub use listen::ListenAddr;
 pub use service::ProvingService;

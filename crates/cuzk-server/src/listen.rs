@@ -14,20 +14,26 @@ pub enum ListenAddr {
     Unix(PathBuf),
 }
 
+/// A listen address that is neither `host:port` nor `unix:///path`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadListenAddr(pub String);
+
 impl ListenAddr {
-    pub fn parse(s: &str) -> Result<ListenAddr, String> {
+    pub fn parse(s: &str) -> Result<ListenAddr, BadListenAddr> {
         let s = s.trim();
+        let bad = |m: String| Err(BadListenAddr(m));
         if let Some(path) = s.strip_prefix("unix://") {
             if path.is_empty() {
-                return Err(format!("{s:?}: unix socket path is empty"));
+                return bad(format!("{s:?}: unix socket path is empty"));
             }
             return Ok(ListenAddr::Unix(PathBuf::from(path)));
         }
         if s.contains("://") {
-            return Err(format!("{s:?}: use host:port or unix:///path"));
+            return bad(format!("{s:?}: use host:port or unix:///path"));
         }
         if !s.contains(':') {
-            return Err(format!("{s:?}: missing :port"));
+            return bad(format!("{s:?}: missing :port"));
         }
         Ok(ListenAddr::Tcp(s.to_string()))
     }

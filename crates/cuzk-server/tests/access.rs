@@ -156,10 +156,10 @@ async fn https_get(host: &str, ca: &[u8], token: Option<&str>) -> (u16, String) 
 }
 
 /// Starts a daemon with `tweak`, expecting it to refuse.
-async fn refused(tweak: impl FnOnce(&mut cuzk_core::Config)) -> String {
+async fn refused(tweak: impl FnOnce(&mut cuzk_server::Config)) -> String {
     let f = fixtures();
     let state = tempfile::tempdir().unwrap();
-    let mut config = cuzk_core::Config::default();
+    let mut config = cuzk_server::Config::default();
     config.params.cache_dir = Some(f.params_dir());
     config.daemon.state_dir = Some(state.path().to_path_buf());
     tweak(&mut config);

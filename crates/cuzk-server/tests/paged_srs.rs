@@ -12,7 +12,7 @@ use support::*;
 
 /// 64 MiB (the smallest budget allowed), no margin: the 2 KiB WinningPoSt
 /// SRS (~47 MB) and its partition do not fit together.
-fn small_budget(c: &mut cuzk_core::Config) {
+fn small_budget(c: &mut cuzk_server::Config) {
     c.memory.total_budget = Amount::Bytes(bytesize::ByteSize::mib(64));
     c.memory.safety_margin = bytesize::ByteSize::b(0);
 }

@@ -3,7 +3,7 @@
 //! big ones are in the ignored fixture test and the `compare` example), and
 //! files readable by bellperson and cuzk-prover.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use bellperson::groth16::Parameters;
 use blstrs::Bls12;
@@ -258,10 +258,7 @@ fn streamed_files_equal_the_in_memory_generator() {
 #[test]
 #[ignore = "slow: generates all four 2 KiB circuits, needs the fixture files"]
 fn reproduces_fixture_files() {
-    let fixtures = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default()
-        .join(".cache/cuzk/fixtures-2KiB/params");
+    let fixtures = cuzk_test_support::fixture_params_dir();
     if !fixtures.is_dir() {
         eprintln!("{} absent: skipped", fixtures.display());
         return;

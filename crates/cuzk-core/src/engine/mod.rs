@@ -23,7 +23,7 @@ mod submit;
 mod synthesis;
 mod workers;
 
-pub use workers::partition_bytes;
+pub use workers::{partition_bytes, partition_size};
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
@@ -40,6 +40,7 @@ use crate::job::{Job, JobOutcome, JobPhase, JobStatus};
 use crate::journal::Journal;
 use crate::kinds::{Priority, ProofKind};
 use crate::metrics::Metrics;
+use crate::prover::ProofSystemError;
 use crate::r1cs_manager::{ConstraintSystemEntry, ConstraintSystems};
 use crate::request::{ProofRequest, RequestError};
 use crate::srs_manager::{SrsEntry, SrsLease, SrsManager};
@@ -47,9 +48,9 @@ use crate::srs_manager::{SrsEntry, SrsLease, SrsManager};
 /// The Filecoin side of proving, as the engine needs it.
 pub trait ProofSystem: Send + Sync + 'static {
     /// The proof's partitions, ready to synthesize.
-    fn source(&self, req: &ProofRequest) -> Result<Box<dyn PartitionSource>, String>;
+    fn source(&self, req: &ProofRequest) -> Result<Box<dyn PartitionSource>, ProofSystemError>;
     /// Whether `proof` is a valid proof of `req`.
-    fn verify(&self, req: &ProofRequest, proof: &[u8]) -> Result<bool, String>;
+    fn verify(&self, req: &ProofRequest, proof: &[u8]) -> Result<bool, ProofSystemError>;
 }
 
 /// The parts an engine is built from.
@@ -134,6 +135,8 @@ pub(crate) struct ReadyPartition {
     pub reservation: Reservation,
     /// Bytes of the reservation covering a/b/c and the H scratch.
     pub abc_bytes: u64,
+    /// Its size, as the backends see it.
+    pub size: cuzk_prover::WitnessSize,
     /// The circuit's SRS, held from synthesis to proof.
     pub srs: SrsLease,
 }
@@ -451,10 +454,8 @@ impl Engine {
             .metrics
             .partitions("ready", s.ready_partitions as usize);
         self.inner.metrics.budget(s.budget_used, s.budget_limit);
-        for (d, b) in s.devices.iter().zip(&s.backends) {
-            if let Some(busy) = d.as_ref().and_then(|d| d.busy) {
-                self.inner.metrics.device_busy(b, busy);
-            }
+        for b in &self.inner.parts.backends {
+            self.inner.metrics.backend(&b.name(), b.metrics());
         }
         self.inner.metrics.render(s.uptime)
     }

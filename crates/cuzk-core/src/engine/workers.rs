@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
 use cuzk_prover::srs::SectionCounts;
-use cuzk_prover::{ProverBackend, WitnessSize};
+use cuzk_prover::{HostBytes, ProverBackend, WitnessSize};
 use ff::Field;
 use tracing::info;
 
@@ -43,25 +43,26 @@ pub(super) fn spawn(inner: &Arc<Inner>, synth: usize, prove: usize) {
     }
 }
 
-/// Memory one partition needs: (a/b/c and H scratch, the rest). From the
-/// SRS sizes: the domain is h + 1, aux is the L query, inputs the IC.
-pub fn partition_bytes(c: &SectionCounts) -> (u64, u64) {
-    let n = c.h as u64 + 1;
-    let aux = c.l as u64;
-    let inputs = c.ic as u64;
-    // a, b, c padded to n; H coefficients' bytes and point pointers (MSM).
-    let abc = 3 * 32 * n + 40 * n;
-    // Assignments, density bitmaps, MSM scalar bytes and pointers for aux.
-    let rest = 32 * (aux + inputs) + (2 * aux + inputs) / 8 + 64 + 40 * aux;
-    (abc, rest)
-}
-
-fn witness_size(c: &SectionCounts) -> WitnessSize {
+/// A partition's size from its SRS: the domain is h + 1 (`constraints`),
+/// aux is the L query, inputs the IC.
+pub fn partition_size(c: &SectionCounts) -> WitnessSize {
     WitnessSize {
         constraints: c.h + 1,
         inputs: c.ic,
         aux: c.l,
     }
+}
+
+/// Host memory one partition of `size` needs, whichever backend proves it:
+/// each part the most any backend says ([`ProverBackend::host_bytes`]).
+pub fn partition_bytes(backends: &[Arc<dyn ProverBackend>], size: &WitnessSize) -> HostBytes {
+    backends
+        .iter()
+        .map(|b| b.host_bytes(size))
+        .fold(HostBytes::default(), |m, h| HostBytes {
+            abc: m.abc.max(h.abc),
+            rest: m.rest.max(h.rest),
+        })
 }
 
 fn catch<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
@@ -209,7 +210,7 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
     if build {
         let t = Instant::now();
         let built = catch("building the circuits", || match job.request() {
-            Some(r) => inner.parts.system.source(r),
+            Some(r) => inner.parts.system.source(r).map_err(|e| e.to_string()),
             None => Err("the job has no request".into()),
         });
         let source = match built {
@@ -250,8 +251,9 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
         Ok(c) => c,
         Err(e) => return Step::Failed(format!("cannot size the partition: {e}")),
     };
-    let (abc_bytes, rest) = partition_bytes(&counts);
-    let (srs, reservation) = match reserve_partition(inner, job, k, abc_bytes + rest) {
+    let size = partition_size(&counts);
+    let bytes = partition_bytes(&inner.parts.backends, &size);
+    let (srs, reservation) = match reserve_partition(inner, job, k, bytes.total()) {
         Step::Done(x) => x,
         Step::Dropped => return Step::Dropped,
         Step::Returned => return Step::Returned,
@@ -269,7 +271,7 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
             &inner.parts.r1cs,
             &*source,
             k,
-            witness_size(&counts),
+            size,
         )
     });
     let witness = match synthesized {
@@ -285,7 +287,8 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
         k,
         witness,
         reservation,
-        abc_bytes,
+        abc_bytes: bytes.abc,
+        size,
         srs,
     })
 }
@@ -426,8 +429,9 @@ fn prove_loop(inner: &Arc<Inner>, w: usize) {
         let job = part.job.clone();
         let k = part.k;
         let t = Instant::now();
-        let backend = &inner.parts.backends[inner.worker_device[w]];
-        let step = guarded("proving", || prove(inner, backend.as_ref(), part));
+        let slot = inner.worker_device[w];
+        let backend = &inner.parts.backends[slot];
+        let step = guarded("proving", || prove(inner, slot, backend.as_ref(), part));
         inner.metrics.worker_busy("prove", t.elapsed());
         let mut st = inner.lock();
         st.prove_busy[w] = None;
@@ -454,8 +458,11 @@ fn prove_loop(inner: &Arc<Inner>, w: usize) {
     }
 }
 
+/// Proves a partition on the backend of device `slot`, with the SRS on
+/// its device when the SRS manager's device tier has (or makes) it there.
 fn prove(
     inner: &Arc<Inner>,
+    slot: usize,
     backend: &dyn ProverBackend,
     mut part: ReadyPartition,
 ) -> Step<Vec<u8>> {
@@ -473,22 +480,28 @@ fn prove(
     let (abc, k) = (part.abc_bytes, part.k);
     let reservation = &mut part.reservation;
     let lease = &part.srs;
+    let device = match inner.parts.srs.on_device(lease, slot, backend, &part.size) {
+        Ok(d) => d,
+        Err(e) => return Step::Failed(format!("partition {k}: {e}")),
+    };
+    let srs = match device.srs() {
+        Some(d) => lease.data().as_srs_ref().on_device(d),
+        None => lease.data().as_srs_ref(),
+    };
     info!(target: "partition", job_id = %job.id, partition = k, "prove start");
     let t = Instant::now();
     let proved = catch("the prover backend", || {
         backend
-            .prove_with(
-                &mut witnesses,
-                &lease.data().as_srs_ref(),
-                &[r],
-                &[s],
-                &mut |_| reservation.release(abc),
-            )
+            .prove_with(&mut witnesses, &srs, &[r], &[s], &mut |_| {
+                reservation.release(abc)
+            })
             .map_err(|e| format!("partition {k}: {e}"))
     });
     let took = t.elapsed();
-    // The rest of the reservation and the SRS lease go back here, then the
-    // witness's vectors to the pool (charged again if there is room).
+    // The device copy's use, the rest of the reservation and the SRS lease
+    // go back here, then the witness's vectors to the pool (charged again
+    // if there is room).
+    drop(device);
     drop(part);
     for w in witnesses {
         w.recycle();
@@ -499,9 +512,6 @@ fn prove(
     job.run().compute += took;
     inner.metrics.partition_stage(job.kind, "prove", took);
     info!(target: "partition", job_id = %job.id, partition = k, ms = took.as_millis() as u64, "prove end");
-    if let Ok((_, stats)) = &proved {
-        inner.metrics.staging(&backend.name(), &stats.staging);
-    }
     match proved {
         Ok((proofs, _)) => match proofs.first() {
             Some(p) => Step::Done(p.to_bytes().to_vec()),
@@ -524,7 +534,11 @@ fn finish(inner: &Arc<Inner>, job: &Arc<Job>) {
     info!(target: "partition", job_id = %job.id, bytes = proof.len(), "assembled");
     let t = Instant::now();
     let verified = catch("verification", || match job.request() {
-        Some(r) => inner.parts.system.verify(r, &proof),
+        Some(r) => inner
+            .parts
+            .system
+            .verify(r, &proof)
+            .map_err(|e| e.to_string()),
         None => Err("the job has no request".into()),
     });
     let verify = t.elapsed();

@@ -13,7 +13,7 @@ use cuzk_circuits::{CircuitError, PartitionSource};
 use cuzk_core::budget::MemoryBudget;
 use cuzk_core::config::EngineConfig;
 use cuzk_core::engine::{EngineParts, ProofSystem};
-use cuzk_core::srs_manager::{SrsData, SrsLoader, SrsManager};
+use cuzk_core::srs_manager::{LoadError, SrsData, SrsLoader, SrsManager};
 use cuzk_core::{Engine, Priority, ProofInput, ProofRequest, ProofType};
 use cuzk_prover::srs::{SectionCounts, Srs, VerifyingKeyPoints};
 use cuzk_prover::{
@@ -193,20 +193,15 @@ impl PartitionSource for FakeSource {
     fn check(&self, _: usize) -> Result<cuzk_prover::check::CircuitCheck, CircuitError> {
         Err(CircuitError::Build("not in tests".into()))
     }
-    fn bellperson_proofs(
-        &self,
-        _: &bellperson::groth16::Parameters<blstrs::Bls12>,
-        _: Vec<Scalar>,
-        _: Vec<Scalar>,
-    ) -> Result<Vec<bellperson::groth16::Proof<blstrs::Bls12>>, CircuitError> {
-        Err(CircuitError::Bellperson("not in tests".into()))
-    }
 }
 
 pub struct FakeSystem(pub Shared);
 
 impl ProofSystem for FakeSystem {
-    fn source(&self, req: &ProofRequest) -> Result<Box<dyn PartitionSource>, String> {
+    fn source(
+        &self,
+        req: &ProofRequest,
+    ) -> Result<Box<dyn PartitionSource>, cuzk_core::ProofSystemError> {
         let (marker, partitions) = marker(req);
         Ok(Box::new(FakeSource {
             shared: self.0.clone(),
@@ -214,7 +209,11 @@ impl ProofSystem for FakeSystem {
             partitions,
         }))
     }
-    fn verify(&self, req: &ProofRequest, proof: &[u8]) -> Result<bool, String> {
+    fn verify(
+        &self,
+        req: &ProofRequest,
+        proof: &[u8],
+    ) -> Result<bool, cuzk_core::ProofSystemError> {
         let (marker, partitions) = marker(req);
         self.0.verified.lock().unwrap().push(marker);
         // A BadProof job's backend returns identity points: reject them.
@@ -227,6 +226,9 @@ pub struct FakeBackend(pub Shared);
 impl ProverBackend for FakeBackend {
     fn name(&self) -> String {
         "scripted".into()
+    }
+    fn host_bytes(&self, size: &cuzk_prover::WitnessSize) -> cuzk_prover::HostBytes {
+        cuzk_prover::CpuBackend.host_bytes(size)
     }
     fn prove_with(
         &self,
@@ -277,6 +279,14 @@ pub struct FakeLoader {
 }
 
 /// Partition shape every fake circuit reports: domain 2^10.
+/// Host bytes of one scripted partition of an SRS of `points` points:
+/// (a/b/c, the rest), as the engine reserves them.
+pub fn fake_partition_bytes(points: usize) -> (u64, u64) {
+    let size = cuzk_core::engine::partition_size(&fake_counts(points));
+    let b = cuzk_prover::CpuBackend.host_bytes(&size);
+    (b.abc, b.rest)
+}
+
 pub fn fake_counts(points: usize) -> SectionCounts {
     SectionCounts {
         h: 1023,
@@ -289,13 +299,13 @@ pub fn fake_counts(points: usize) -> SectionCounts {
 }
 
 impl SrsLoader for FakeLoader {
-    fn counts(&self, _: ProofType) -> Result<SectionCounts, String> {
+    fn counts(&self, _: ProofType) -> Result<SectionCounts, LoadError> {
         Ok(fake_counts(self.points))
     }
-    fn size(&self, _: ProofType) -> Result<u64, String> {
+    fn size(&self, _: ProofType) -> Result<u64, LoadError> {
         Ok(self.srs().bytes())
     }
-    fn load(&self, _: ProofType) -> Result<SrsData, String> {
+    fn load(&self, _: ProofType) -> Result<SrsData, LoadError> {
         *self.loads.lock().unwrap() += 1;
         Ok(SrsData::Decoded(self.srs()))
     }

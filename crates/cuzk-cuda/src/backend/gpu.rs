@@ -1,8 +1,10 @@
-//! One partition on the device: the resident SRS found or uploaded (its
-//! readers counted apart from the device lock), the H stage at the staging
-//! tier the device's free memory allows (falling back a tier, or waiting for
-//! memory other partitions hold), then the L, A and B MSMs; uploads run on
-//! the worker context's own stream outside the device lock, kernels inside.
+//! One partition on the device: the SRS on the device if the engine had it
+//! prepared there (`device_srs.rs`), else streamed; the H stage at the
+//! staging tier the device's free memory allows (falling back a tier, or
+//! waiting for memory other partitions hold), then the L, A and B MSMs;
+//! uploads run on the worker context's own stream outside the device lock,
+//! kernels inside. A partition waits for device memory at most
+//! [`MEMORY_WAIT_LIMIT`] in all, over both stages.
 
 use std::time::Instant;
 
@@ -17,14 +19,19 @@ use group::Group;
 
 use cuzk_prover::ntt::{compute_h, Domain};
 
+use cuzk_prover::srs::Section;
+
 use super::{CudaBackend, GPU_MIN_POINTS};
-use crate::device::{Device, KernelRegion, SrsWhere, Wait};
-use crate::ffi::{Ctx, Section, Source};
+use crate::device::{Device, KernelRegion, Wait};
+use crate::device_srs::OnDevice;
+use crate::ffi::{Ctx, Source};
+use crate::metrics::Counters;
 use crate::staging::{self, StagingTier};
 use crate::CudaError;
 
 pub(super) fn prove(
     backend: &CudaBackend,
+    counters: &Counters,
     witnesses: &mut [PartitionWitness],
     srs: &SrsRef<'_>,
     r: &[Scalar],
@@ -39,9 +46,15 @@ pub(super) fn prove(
     let mut worker = backend.dev.take_worker()?;
     for (i, ((w, r), s)) in witnesses.iter_mut().zip(r).zip(s).enumerate() {
         let flight = backend.dev.flight();
-        let m = partition(&mut worker, backend, w, srs, &mut stats, &mut || {
-            abc_freed(i)
-        })?;
+        let m = partition(
+            &mut worker,
+            backend,
+            counters,
+            w,
+            srs,
+            &mut stats,
+            &mut || abc_freed(i),
+        )?;
         if backend.dev.squeezed() {
             // Another partition waits for device memory: give back the
             // buffers this context would have kept.
@@ -53,22 +66,6 @@ pub(super) fn prove(
         stats.assembly += t.elapsed();
     }
     Ok((proofs, stats))
-}
-
-/// A partition reading the resident SRS: the owner does not evict it
-/// until this is dropped.
-struct ResidentUse<'a> {
-    dev: &'a Device,
-    on: bool,
-}
-
-impl Drop for ResidentUse<'_> {
-    fn drop(&mut self) {
-        if self.on {
-            let mut st = self.dev.srs_state();
-            st.users = st.users.saturating_sub(1);
-        }
-    }
 }
 
 /// How long a partition waits in all for device memory that other
@@ -94,6 +91,7 @@ fn z_inverse(n: usize) -> Result<Scalar, ProverError> {
 fn partition(
     ctx: &mut Ctx,
     backend: &CudaBackend,
+    counters: &Counters,
     w: &mut PartitionWitness,
     srs: &SrsRef<'_>,
     stats: &mut ProveStats,
@@ -111,72 +109,31 @@ fn partition(
         }
     }
 
-    let mut uploaded = 0;
     let dev = &*backend.dev;
-    let mut retried = false;
-    let key = crate::resident::SrsKey::of(srs);
-    let known = match backend.placement {
-        crate::SrsPlacement::Never => SrsWhere::Host,
-        _ => dev.find_srs(&key),
-    };
-    let res = loop {
-        match known {
-            SrsWhere::Resident => break true,
-            SrsWhere::Host => break false,
-            SrsWhere::Ask => {}
-        }
-        let made = {
-            // Another SRS (or none) on the device: the owner decides,
-            // under the device lock (it may evict and upload).
-            let mut owner = dev.lock();
-            let mut st = dev.srs_state();
-            let made = crate::resident::ensure(
-                &mut owner,
-                backend.device,
-                srs,
-                backend.placement,
-                (n, w.aux.len()),
-                st.users,
-                &mut uploaded,
+    // The points on the device when the engine prepared them there for
+    // this backend; the handle keeps them there until this call returns.
+    let res = match srs.device.map(|d| d.downcast_ref::<OnDevice>()) {
+        None => false,
+        Some(Some(d)) if d.serves(&backend.dev, srs) => true,
+        Some(_) => {
+            tracing::warn!(
+                device = backend.device,
+                "the SRS prepared for another device or circuit; streaming its points"
             );
-            if st.key != owner.resident {
-                st.key = owner.resident.clone();
-                st.on_host = None;
-            }
-            match made {
-                Ok(true) => st.users += 1,
-                // Not resident although nothing else was read: it does
-                // not fit (`Auto`); later partitions stream it at once.
-                Ok(false) if st.users == 0 => st.on_host = Some(key.clone()),
-                _ => {}
-            }
-            made
-        };
-        match made {
-            Ok(res) => break res,
-            // Idle contexts' and this one's kept buffers make room for
-            // the SRS; if that is not enough, its points stream.
-            Err(CudaError::OutOfMemory(_)) if !retried => {
-                retried = true;
-                dev.trim_idle()?;
-                ctx.trim()?;
-            }
-            Err(CudaError::OutOfMemory(why)) => {
-                tracing::warn!(
-                    device = backend.device,
-                    %why,
-                    "no room for the SRS on the device; streaming its points"
-                );
-                break false;
-            }
-            Err(e) => return Err(e.into()),
+            false
         }
     };
-    let _reading = ResidentUse { dev, on: res };
+    // One deadline for every wait for device memory of this partition.
+    let deadline = Instant::now() + MEMORY_WAIT_LIMIT;
+    let wait = Waits {
+        dev,
+        counters,
+        deadline,
+    };
 
     // At the top tier with several workers, aux is on the device already
     // and the device lock is still held for the MSM stage.
-    let (h, tier, mut region) = h_stage(ctx, backend, w, srs, res, (n, lg_n), stats)?;
+    let (h, tier, mut region) = h_stage(ctx, backend, &wait, w, srs, res, (n, lg_n), stats)?;
     let abc = [
         std::mem::take(&mut w.a),
         std::mem::take(&mut w.b),
@@ -193,7 +150,6 @@ fn partition(
     // The MSM stage needs aux and scratch on the device: when it runs
     // out of memory while other partitions hold some, it waits for
     // them and runs again.
-    let deadline = Instant::now() + MEMORY_WAIT_LIMIT;
     loop {
         match msm_stage(ctx, backend, w, srs, res, host_pick, region.take(), stats) {
             Ok(m) => return Ok(MsmResults { h, ..m }),
@@ -201,7 +157,7 @@ fn partition(
                 let _ = ctx.take_shape()?;
                 ctx.trim()?;
                 tracing::warn!(%why, "GPU MSM stage out of device memory; waiting to run it again");
-                wait_or_fail(dev, why, deadline, stats)?;
+                wait.or_fail(why)?;
             }
             Err(e) => return Err(e.into()),
         }
@@ -296,9 +252,11 @@ fn msm_stage(
 /// H on the device and its MSM, at the staging tier the device's room
 /// allows, falling back a tier when an allocation fails. a, b and c are
 /// still needed after a failure, so the caller frees them only after.
+#[allow(clippy::too_many_arguments)]
 fn h_stage<'d>(
     ctx: &mut Ctx,
     backend: &'d CudaBackend,
+    wait: &Waits<'_>,
     w: &mut PartitionWitness,
     srs: &SrsRef<'_>,
     resident: bool,
@@ -307,14 +265,16 @@ fn h_stage<'d>(
 ) -> Result<(G1Projective, StagingTier, Option<KernelRegion<'d>>), ProverError> {
     let dev = &*backend.dev;
     let aux = w.aux.len();
-    let deadline = Instant::now() + MEMORY_WAIT_LIMIT;
+    // The MSM driver's scratch for this partition's largest MSM.
+    let temp = ctx.msm_scratch(n.max(aux))?;
     // Set once H is computed on the host (tier none): a then holds H's
     // coefficients, so every later attempt stays at that tier.
     let mut h_on_host = false;
     'measure: loop {
         let (free, held) = ctx.mem_room()?;
         let room = free + held;
-        if room < StagingTier::None.need(n, aux) + backend.vram_margin && Instant::now() < deadline
+        if room < StagingTier::None.need(n, aux, temp) + backend.vram_margin
+            && Instant::now() < wait.deadline
         {
             // Not even the lowest tier fits: memory other partitions
             // hold comes back, or this one tries its luck alone.
@@ -322,7 +282,7 @@ fn h_stage<'d>(
                 Wait::Alone => {}
                 Wait::Freed => continue 'measure,
                 Wait::Waited => {
-                    stats.staging.waits += 1;
+                    wait.counters.waited();
                     continue 'measure;
                 }
             }
@@ -331,7 +291,7 @@ fn h_stage<'d>(
         let chosen = if h_on_host {
             StagingTier::None
         } else {
-            staging::choose(room, backend.vram_margin, n, aux)
+            staging::choose(room, backend.vram_margin, n, aux, temp)
         };
         let mut tier = chosen;
         loop {
@@ -344,14 +304,10 @@ fn h_stage<'d>(
                         tier = tier.label(),
                         chosen = chosen.label(),
                         room,
-                        need = tier.need(n, aux),
+                        need = tier.need(n, aux, temp),
                         "GPU staging"
                     );
-                    match tier {
-                        StagingTier::All => stats.staging.all += 1,
-                        StagingTier::AOnly => stats.staging.a_only += 1,
-                        StagingTier::None => stats.staging.none += 1,
-                    }
+                    wait.counters.staged(tier);
                     if tier != StagingTier::All {
                         // Give the a|b|c room back before aux and the MSMs.
                         ctx.trim()?;
@@ -368,13 +324,13 @@ fn h_stage<'d>(
                             %why,
                             "GPU allocation failed; falling back a staging tier"
                         );
-                        stats.staging.fallbacks += 1;
+                        wait.counters.fell_back();
                         tier = lower;
                         continue;
                     }
                     // The lowest tier failed too: wait for memory that
                     // other partitions hold, then measure again.
-                    wait_or_fail(dev, why, deadline, stats)?;
+                    wait.or_fail(why)?;
                     continue 'measure;
                 }
                 Err(e) => return Err(e.into()),
@@ -398,7 +354,7 @@ fn h_at<'d>(
     let t = Instant::now();
     // Page-locking a source per copy stalls other workers' kernel launches
     // (docs/PERF.md): with several workers, copy through pinned chunks.
-    ctx.set_staged_copies(dev.workers_made() > 1)?;
+    ctx.set_chunked_copies(dev.workers_made() > 1)?;
     let several = tier == StagingTier::All && dev.workers_made() > 1;
     let kernels = match tier {
         // Several calls on the device: a, b, c and aux copied on this
@@ -448,24 +404,29 @@ fn h_at<'d>(
     Ok((h, several.then_some(kernels)))
 }
 
-/// After running out of device memory (`why`): waits for memory that other
-/// partitions on the device hold, or gives the error back when this
-/// partition is alone on the device or `deadline` has passed.
-fn wait_or_fail(
-    dev: &Device,
-    why: String,
+/// Waiting for device memory that other partitions on the device hold,
+/// until one deadline for the whole partition.
+struct Waits<'a> {
+    dev: &'a Device,
+    counters: &'a Counters,
     deadline: Instant,
-    stats: &mut ProveStats,
-) -> Result<(), CudaError> {
-    if Instant::now() >= deadline {
-        return Err(CudaError::OutOfMemory(why));
-    }
-    match dev.wait_for_memory()? {
-        Wait::Alone => Err(CudaError::OutOfMemory(why)),
-        Wait::Freed => Ok(()),
-        Wait::Waited => {
-            stats.staging.waits += 1;
-            Ok(())
+}
+
+impl Waits<'_> {
+    /// After running out of device memory (`why`): waits for memory that
+    /// other partitions on the device hold, or gives the error back when
+    /// this partition is alone on the device or the deadline has passed.
+    fn or_fail(&self, why: String) -> Result<(), CudaError> {
+        if Instant::now() >= self.deadline {
+            return Err(CudaError::OutOfMemory(why));
+        }
+        match self.dev.wait_for_memory()? {
+            Wait::Alone => Err(CudaError::OutOfMemory(why)),
+            Wait::Freed => Ok(()),
+            Wait::Waited => {
+                self.counters.waited();
+                Ok(())
+            }
         }
     }
 }

@@ -1,21 +1,27 @@
-//! Shared by the GPU tests: the device (or a loud skip when none exists)
-//! and the CPU-vs-GPU comparison of one batch of witnesses.
+//! Shared by the GPU tests: the device (or a loud skip when none exists),
+//! proving with the SRS on the device as the daemon does (through a device
+//! tier of the test's own), and the CPU-vs-GPU comparison of one batch of
+//! witnesses.
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use blstrs::Scalar;
+use cuzk_core::device_tier::DeviceTier;
 use cuzk_cuda::{CudaBackend, SrsPlacement};
-use cuzk_prover::backend::{ProveStats, ProverBackend, SrsRef};
-use cuzk_prover::synth::PartitionWitness;
+use cuzk_prover::backend::{ProveStats, ProverBackend, ProverError, SrsRef};
+use cuzk_prover::proof::Proof;
+use cuzk_prover::synth::{PartitionWitness, WitnessSize};
 use cuzk_prover::CpuBackend;
 
 /// Device 0 for one test at a time: the tests of a binary run on threads
-/// of one process and share the device's state (resident SRS, worker
+/// of one process and share the device's state (the SRS on it, worker
 /// contexts, `vram_limit`, the injected allocation failures), so each
 /// holds this lock for its whole run.
 pub struct Gpu {
     backend: CudaBackend,
+    /// Where this test keeps its SRS on the device.
+    pub tier: DeviceTier,
     _turn: MutexGuard<'static, ()>,
 }
 
@@ -46,6 +52,7 @@ pub fn gpu() -> Option<Gpu> {
     );
     Some(Gpu {
         backend,
+        tier: DeviceTier::new(),
         _turn: turn,
     })
 }
@@ -68,13 +75,49 @@ pub fn print_stats(label: &str, st: &ProveStats, wall: Duration) {
     );
 }
 
-/// Proves `witnesses` on the CPU, on `gpu` and on a backend of the same
-/// device with the other SRS placement (streamed if `gpu` keeps the SRS on
-/// the device, resident otherwise) with the same r and s, and asserts equal
-/// proof bytes; returns the GPU proofs' bytes.
+/// The size the engine gives `prepare_srs` for these witnesses.
+fn size_of(witnesses: &[PartitionWitness]) -> WitnessSize {
+    let w = &witnesses[0];
+    WitnessSize {
+        constraints: w.a.len().next_power_of_two(),
+        inputs: w.input.len(),
+        aux: w.aux.len(),
+    }
+}
+
+/// Proves on `gpu` as the daemon's prover worker does: the SRS (known to
+/// `tier` as `key`) on the device when `gpu`'s placement and the device's
+/// room allow, else streamed from host memory.
+#[allow(clippy::too_many_arguments)]
+pub fn prove_on(
+    gpu: &CudaBackend,
+    tier: &DeviceTier,
+    key: &str,
+    witnesses: &mut [PartitionWitness],
+    srs: &SrsRef<'_>,
+    r: &[Scalar],
+    s: &[Scalar],
+    abc_freed: &mut dyn FnMut(usize),
+) -> Result<(Vec<Proof>, ProveStats), ProverError> {
+    let lease = tier.on_device(key, srs, gpu.device(), gpu, &size_of(witnesses))?;
+    let srs = match lease.srs() {
+        Some(d) => srs.on_device(d),
+        None => *srs,
+    };
+    gpu.prove_with(witnesses, &srs, r, s, abc_freed)
+}
+
+/// Proves `witnesses` on the CPU, on `gpu` (SRS through `tier`, as `key`)
+/// and on a backend of the same device with the other SRS placement
+/// (streamed if `gpu` keeps the SRS on the device, on the device
+/// otherwise) with the same r and s, and asserts equal proof bytes;
+/// returns the GPU proofs' bytes.
+#[allow(clippy::too_many_arguments)]
 pub fn compare(
     label: &str,
     gpu: &CudaBackend,
+    tier: &DeviceTier,
+    key: &str,
     witnesses: Vec<PartitionWitness>,
     srs: &SrsRef<'_>,
     r: &[Scalar],
@@ -89,9 +132,10 @@ pub fn compare(
 
     let mut freed = Vec::new();
     let t = std::time::Instant::now();
-    let (gpu_proofs, gpu_stats) = gpu
-        .prove_with(&mut gpu_w, srs, r, s, &mut |i| freed.push(i))
-        .unwrap_or_else(|e| panic!("{label}: GPU proof: {e}"));
+    let (gpu_proofs, gpu_stats) = prove_on(gpu, tier, key, &mut gpu_w, srs, r, s, &mut |i| {
+        freed.push(i)
+    })
+    .unwrap_or_else(|e| panic!("{label}: GPU proof: {e}"));
     print_stats(&format!("{label} gpu"), &gpu_stats, t.elapsed());
     assert_eq!(
         freed,
@@ -111,10 +155,22 @@ pub fn compare(
     };
     let other = CudaBackend::with_placement(gpu.device(), other_placement)
         .unwrap_or_else(|e| panic!("{label}: backend {other_placement:?}: {e}"));
+    // The device holds one SRS: the other placement gets the room.
+    tier.forget(key);
+    let other_tier = DeviceTier::new();
     let t = std::time::Instant::now();
-    let (other_proofs, other_stats) = other
-        .prove(&mut other_w, srs, r, s)
-        .unwrap_or_else(|e| panic!("{label}: GPU proof ({other_placement:?}): {e}"));
+    let (other_proofs, other_stats) = prove_on(
+        &other,
+        &other_tier,
+        key,
+        &mut other_w,
+        srs,
+        r,
+        s,
+        &mut |_| {},
+    )
+    .unwrap_or_else(|e| panic!("{label}: GPU proof ({other_placement:?}): {e}"));
+    other_tier.forget(key);
     print_stats(
         &format!("{label} gpu {other_placement:?}"),
         &other_stats,

@@ -7,13 +7,14 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use cuzk_core::{Config, ProofKind};
+use cuzk_core::ProofKind;
 use cuzk_fixtures::Fixtures;
 use cuzk_proto::v1::{
     await_proof_response::Status, AwaitProofRequest, AwaitProofResponse, GetStatusRequest,
     GetStatusResponse, SubmitProofRequest,
 };
 use cuzk_server::convert::submit_request;
+use cuzk_server::Config;
 use cuzk_server::Daemon;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;

@@ -20,9 +20,10 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use blstrs::Scalar;
+use cuzk_core::device_tier::DeviceTier;
 use cuzk_cuda::{CudaBackend, SrsPlacement};
-use cuzk_prover::backend::{ProverBackend, SrsRef, StagingCounts};
-use cuzk_prover::PartitionWitness;
+use cuzk_prover::backend::{ProverBackend, SrsRef};
+use cuzk_prover::{PartitionWitness, WitnessSize};
 
 use super::imp::{host_srs, make_input, ms, par_fill, par_fill_with, Input};
 
@@ -66,6 +67,18 @@ pub(crate) fn run(
         ..inp.vk_ref()
     };
     let gpu = CudaBackend::with_placement(gpu.device(), SrsPlacement::Always).context("backend")?;
+    // The SRS on the device, as the daemon's SRS manager keeps it.
+    let tier = DeviceTier::new();
+    let size = WitnessSize {
+        constraints: inp.n(),
+        inputs: inp.input.len(),
+        aux: inp.aux.len(),
+    };
+    let lease = tier.on_device("gpu-bench", &srs, 0, &gpu, &size)?;
+    let srs = match lease.srs() {
+        Some(d) => srs.on_device(d),
+        None => bail!("the synthetic SRS does not fit on the device"),
+    };
     let (r, s) = (&[Scalar::from(3u64)], &[Scalar::from(5u64)]);
     let feed = |v: &[Scalar]| par_fill_with(feed_threads, v.len(), |i| v[i]);
     let abc = || (feed(&inp.a), feed(&inp.b), feed(&inp.c));
@@ -82,6 +95,7 @@ pub(crate) fn run(
     );
 
     for &w in workers {
+        let tiers0 = gpu.staging_counts();
         let (tx, rx) = sync_channel::<Abc>(1);
         let rx = Mutex::new(rx);
         let results = Mutex::new(Vec::new());
@@ -144,7 +158,7 @@ pub(crate) fn run(
                             );
                         }
                         wit = Some(one);
-                        let out = res.map(|(p, st)| (p[0].to_bytes(), st.staging));
+                        let out = res.map(|(p, _)| p[0].to_bytes());
                         results.lock().unwrap_or_else(|p| p.into_inner()).push(out);
                     }
                 });
@@ -154,13 +168,12 @@ pub(crate) fn run(
         let busy = (gpu.gpu_busy()? - busy0).as_secs_f64() * 1e3;
         let timeline = gpu.gpu_timeline()?;
         let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-        let mut tiers = StagingCounts::default();
+        let tiers = gpu.staging_counts() - tiers0;
         let mut same = 0;
         for r in &results {
             match r {
-                Ok((bytes, st)) => {
+                Ok(bytes) => {
                     same += usize::from(*bytes == reference);
-                    tiers += *st;
                 }
                 Err(e) => println!("gpu_bench_workers_error workers={w} error={e:?}"),
             }
@@ -187,6 +200,7 @@ pub(crate) fn run(
         }
     }
     gpu.release_buffers()?;
-    gpu.release_srs()?;
+    drop(lease);
+    tier.forget("gpu-bench");
     Ok(())
 }

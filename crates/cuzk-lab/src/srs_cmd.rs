@@ -22,7 +22,7 @@ pub fn run(
     warm_dir: &Path,
 ) -> Result<()> {
     let (_, req) = crate::commands::fixture_request(sel, kind)?;
-    let files = param_files(req.proof_type).map_err(anyhow::Error::msg)?;
+    let files = param_files(req.proof_type)?;
     let t = Instant::now();
     let file = ParamsFile::open(&files.params)?;
     let open_ms = t.elapsed().as_secs_f64() * 1000.0;

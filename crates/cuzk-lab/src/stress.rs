@@ -60,7 +60,7 @@ pub struct Options {
     /// Print one line per job (in answer order) before the summary.
     pub verbose: bool,
     /// The in-process daemon's `gpus.backend`.
-    pub backend: cuzk_core::config::BackendChoice,
+    pub backend: cuzk_cuda::BackendChoice,
     /// The in-process daemon's `gpus.vram_limit`.
     pub vram_limit: Option<bytesize::ByteSize>,
     /// The in-process daemon's `engine.gpu_workers_per_device` (None: its default).

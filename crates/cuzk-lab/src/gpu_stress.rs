@@ -1,10 +1,12 @@
-//! `cuzk-bench gpu-stress`: several prover workers sharing one GPU under a
+//! `cuzk-lab gpu-stress`: several prover workers sharing one GPU under a
 //! `gpus.vram_limit`, over synthetic chain partitions at 2^k constraints
 //! plus (with fixtures) every partition of the four 2 KiB Filecoin kinds.
 //!
 //! For each worker count the same jobs run again: each worker thread takes
 //! the next job, proves it with the shared CUDA backend (as the engine's
-//! GPU workers do) and keeps the bytes and the staging tier. Every GPU
+//! GPU workers do, the SRS kept on the device through a device tier as the
+//! daemon keeps it) and keeps the bytes; the backend counts the staging
+//! tiers of each run. Every GPU
 //! proof must equal the CPU backend's for the same witness, r and s, and
 //! verify (chain proofs with their verifying key, 2 KiB proofs with
 //! filecoin-proofs). Chain witnesses are `--witnesses` distinct ones reused
@@ -37,7 +39,7 @@ pub struct Opts {
 
 #[cfg(not(feature = "cuda"))]
 pub fn run(_opts: Opts) -> Result<()> {
-    bail!("gpu-stress needs the CUDA backend: rebuild cuzk-bench with `--features cuda`")
+    bail!("gpu-stress needs the CUDA backend: rebuild cuzk-lab with `--features cuda`")
 }
 
 #[cfg(feature = "cuda")]
@@ -61,13 +63,15 @@ mod imp {
     use bellperson::groth16::{prepare_verifying_key, verify_proof, Proof as BpProof};
     use blstrs::{Bls12, Scalar};
     use cuzk_circuits::chain::Chain;
+    use cuzk_core::device_tier::DeviceTier;
     use cuzk_core::params::param_files;
     use cuzk_core::prover::partition_source;
     use cuzk_core::ProofKind;
-    use cuzk_cuda::{CudaBackend, SrsPlacement, DEFAULT_VRAM_MARGIN};
-    use cuzk_prover::backend::{ProverBackend, StagingCounts};
+    use cuzk_cuda::{CudaBackend, SrsPlacement, StagingCounts, DEFAULT_VRAM_MARGIN};
+    use cuzk_prover::backend::ProverBackend;
     use cuzk_prover::proof::{assemble, MsmResults};
     use cuzk_prover::srs::{ParamsFile, Srs, SubgroupCheck};
+    use cuzk_prover::WitnessSize;
     use cuzk_prover::{synthesize, CpuBackend, PartitionWitness};
     use ff::Field;
     use rand::SeedableRng;
@@ -96,7 +100,6 @@ mod imp {
     struct Outcome {
         job: usize,
         proof: Result<[u8; 192], String>,
-        staging: StagingCounts,
     }
 
     fn ms(t: Instant) -> f64 {
@@ -247,7 +250,7 @@ mod imp {
             .by_tier()
             .iter()
             .filter(|(_, c)| *c > 0)
-            .map(|(t, _)| *t)
+            .map(|(t, _)| t.label())
             .collect();
         println!(
             "gpu_stress_summary runs={} jobs_per_run={} all={} a_only={} none={} fallbacks={} \
@@ -349,6 +352,10 @@ mod imp {
             .with_context(|| format!("CUDA device {}", opts.device))?
             .with_memory(opts.vram_limit, DEFAULT_VRAM_MARGIN)?;
         let refs: Vec<_> = srss.iter().map(|s| s.as_srs_ref()).collect();
+        // The SRS on the device as the daemon keeps it (one at a time,
+        // released when idle for another).
+        let tier = DeviceTier::new();
+        let before = gpu.staging_counts();
         let next = AtomicUsize::new(0);
         let outcomes = Mutex::new(Vec::new());
         let busy0 = gpu.gpu_busy()?;
@@ -359,18 +366,25 @@ mod imp {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(job) = jobs.get(i) else { break };
                     let mut batch = vec![witnesses[job.witness].clone()];
-                    let res = gpu.prove(&mut batch, &refs[job.srs], &[job.r], &[job.s]);
-                    let o = match res {
-                        Ok((p, st)) => Outcome {
-                            job: i,
-                            proof: Ok(p[0].to_bytes()),
-                            staging: st.staging,
-                        },
-                        Err(e) => Outcome {
-                            job: i,
-                            proof: Err(e.to_string()),
-                            staging: StagingCounts::default(),
-                        },
+                    let w = &batch[0];
+                    let size = WitnessSize {
+                        constraints: w.a.len().next_power_of_two(),
+                        inputs: w.input.len(),
+                        aux: w.aux.len(),
+                    };
+                    let srs = &refs[job.srs];
+                    let res = tier
+                        .on_device(&format!("srs {}", job.srs), srs, 0, &gpu, &size)
+                        .and_then(|lease| {
+                            let srs = match lease.srs() {
+                                Some(d) => srs.on_device(d),
+                                None => *srs,
+                            };
+                            gpu.prove(&mut batch, &srs, &[job.r], &[job.s])
+                        });
+                    let o = Outcome {
+                        job: i,
+                        proof: res.map(|(p, _)| p[0].to_bytes()).map_err(|e| e.to_string()),
                     };
                     outcomes.lock().unwrap_or_else(|p| p.into_inner()).push(o);
                 });
@@ -379,9 +393,10 @@ mod imp {
         let wall = ms(t);
         let busy = (gpu.gpu_busy()? - busy0).as_secs_f64() * 1e3;
         let outcomes = outcomes.into_inner().unwrap_or_else(|p| p.into_inner());
-        let mut st = StagingCounts::default();
-        for o in &outcomes {
-            st += o.staging;
+        let st: StagingCounts = gpu.staging_counts() - before;
+        // Free the device for the next run.
+        for i in 0..srss.len() {
+            tier.forget(&format!("srs {i}"));
         }
         let line = format!(
             "gpu_stress_run workers={workers} jobs={} all={} a_only={} none={} fallbacks={} \

@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use bellperson::groth16::Parameters;
 use blstrs::{Bls12, Scalar};
 use cuzk_core::params::param_files;
-use cuzk_core::prover::partition_source;
+use cuzk_core::prover::proof_circuits;
 use cuzk_core::ProofKind;
 use cuzk_prover::srs::{ParamsFile, SubgroupCheck};
 use cuzk_prover::{CpuBackend, ProveStats, ProverBackend};
@@ -74,8 +74,9 @@ fn peak_rss_mib() -> f64 {
 /// Runs one prover in this process and returns its measurements.
 pub fn measure(kind: ProofKind, sel: &Selection, which: Impl) -> Result<Run> {
     let (fixtures, req) = crate::commands::fixture_request(sel, kind)?;
-    let source = partition_source(&req).map_err(anyhow::Error::msg)?;
-    let files = param_files(req.proof_type).map_err(anyhow::Error::msg)?;
+    let circuits = proof_circuits(&req)?;
+    let source = circuits.source();
+    let files = param_files(req.proof_type)?;
     let n = source.partitions();
     let mut rng = ChaCha8Rng::seed_from_u64(0xbe4c);
     let r: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
@@ -93,7 +94,7 @@ pub fn measure(kind: ProofKind, sel: &Selection, which: Impl) -> Result<Run> {
             let params = Parameters::<Bls12>::read(std::io::BufReader::new(file), false)?;
             run.srs_load_ms = ms(t.elapsed());
             let t = Instant::now();
-            let proofs = source.bellperson_proofs(&params, r, s)?;
+            let proofs = circuits.reference().bellperson_proofs(&params, r, s)?;
             run.total_ms = ms(t.elapsed());
             for p in proofs {
                 p.write(&mut proof)?;

@@ -1,28 +1,53 @@
-//! [`Staged`]: one device context driven stage by stage (for benches that
-//! time each stage, or that build a synthetic SRS directly on the device).
+//! For cuzk-lab and the GPU tests only (the `lab` feature, which the
+//! daemon never enables): [`StageContext`], one device context driven stage
+//! by stage (for benches that time each stage, or that build a synthetic
+//! SRS directly on the device), and the allocation-failure hook.
 
 use std::sync::MutexGuard;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_prover::density::Density;
+use cuzk_prover::srs::Section;
 use ff::{Field, PrimeField};
 
-use crate::ffi::{Ctx, Section, Source};
-use crate::CudaError;
+use crate::ffi::{Ctx, Source};
+use crate::{CudaBackend, CudaError};
 
-/// The locked context of one device (see [`crate::CudaBackend::staged`]).
-/// Dropping it releases the device for other calls; the resident SRS and
-/// buffers stay.
-pub struct Staged<'a> {
+impl CudaBackend {
+    /// Test hook: the next partition on this device fails its next `count`
+    /// device allocations as if the card were full (it then falls back a
+    /// tier); partitions of other workers are not affected.
+    pub fn fail_next_allocs(&self, count: u32) {
+        self.dev.fail_next_allocs(count);
+    }
+
+    /// The device's owner context for stage-by-stage work: holds the
+    /// device's lock until dropped. Refused while an SRS prepared for the
+    /// engine ([`cuzk_prover::ProverBackend::prepare_srs`]) is on the
+    /// device: this work replaces its sections.
+    pub fn stages(&self) -> Result<StageContext<'_>, CudaError> {
+        let owner = self.dev.lock();
+        if self.dev.srs_state().is_some() {
+            return Err(CudaError::Input(
+                "an SRS prepared for proving is on the device; drop it first".into(),
+            ));
+        }
+        Ok(StageContext {
+            ctx: owner,
+            device: self.device(),
+        })
+    }
+}
+
+/// The locked owner context of one device (see [`CudaBackend::stages`]).
+/// Dropping it releases the device for other calls; the device SRS
+/// sections and buffers stay.
+pub struct StageContext<'a> {
     ctx: MutexGuard<'a, Ctx>,
     device: usize,
 }
 
-impl<'a> Staged<'a> {
-    pub(crate) fn new(ctx: MutexGuard<'a, Ctx>, device: usize) -> Staged<'a> {
-        Staged { ctx, device }
-    }
-
+impl StageContext<'_> {
     /// Free and total device memory, in bytes.
     pub fn memory(&self) -> Result<(u64, u64), CudaError> {
         crate::ffi::mem_info(self.device)
@@ -31,6 +56,12 @@ impl<'a> Staged<'a> {
     /// Frees the scratch buffers (a/b/c, aux, picked).
     pub fn release_buffers(&mut self) -> Result<(), CudaError> {
         self.ctx.trim()
+    }
+
+    /// The MSM driver's device scratch for one MSM of `points` points (the
+    /// larger of G1 and G2, at the configured windows).
+    pub fn msm_scratch(&mut self, points: usize) -> Result<u64, CudaError> {
+        self.ctx.msm_scratch(points)
     }
 
     /// Uploads a, b, c (zero-padded to 2^lg_n).
@@ -45,8 +76,7 @@ impl<'a> Staged<'a> {
     }
 
     /// Upload and H together, as the backend does: the copies of a, b, c
-    /// (page-locked when possible) overlap the NTTs of the vectors already
-    /// on the device.
+    /// overlap the NTTs of the vectors already on the device.
     pub fn h_prepare(
         &mut self,
         a: &[Scalar],
@@ -76,12 +106,12 @@ impl<'a> Staged<'a> {
         self.ctx.pick(density.words(), density.len())
     }
 
-    /// Allocates resident section `sec` for `npoints` points.
+    /// Allocates device section `sec` for `npoints` points.
     pub fn srs_alloc(&mut self, sec: Section, npoints: usize) -> Result<(), CudaError> {
         self.ctx.srs_alloc(sec, npoints)
     }
 
-    /// Copies G1 points into resident section `sec`.
+    /// Copies G1 points into device section `sec`.
     pub fn srs_upload_g1(&mut self, sec: Section, points: &[G1Affine]) -> Result<(), CudaError> {
         self.ctx.srs_upload_g1(sec, points)
     }
@@ -101,7 +131,7 @@ impl<'a> Staged<'a> {
         self.ctx.srs_tile_g2(pattern)
     }
 
-    /// Turns the 0/1 split of the resident witness MSMs on or off.
+    /// Turns the 0/1 split of the device-SRS witness MSMs on or off.
     pub fn set_split01(&mut self, on: bool) -> Result<(), CudaError> {
         self.ctx.set_split01(on)
     }
@@ -111,7 +141,7 @@ impl<'a> Staged<'a> {
         self.ctx.take_shape()
     }
 
-    /// Frees the resident SRS.
+    /// Frees the device SRS sections.
     pub fn srs_free(&mut self) -> Result<(), CudaError> {
         self.ctx.srs_free()
     }
@@ -134,7 +164,7 @@ impl<'a> Staged<'a> {
         self.ctx.msm_g2(source, points)
     }
 
-    /// G1 MSM of `source` against resident points of `sec` from `offset`.
+    /// G1 MSM of `source` against device points of `sec` from `offset`.
     pub fn msm_g1_resident(
         &mut self,
         source: Source,
@@ -145,7 +175,7 @@ impl<'a> Staged<'a> {
         self.ctx.msm_g1_resident(source, sec, offset, npoints)
     }
 
-    /// G2 MSM of `source` against resident [`Section::BG2`] points.
+    /// G2 MSM of `source` against device [`Section::BG2`] points.
     pub fn msm_g2_resident(
         &mut self,
         source: Source,

@@ -1,4 +1,4 @@
-//! `cuzk-bench gpu-bench`: per-stage GPU timings of one partition-shaped
+//! `cuzk-lab gpu-bench`: per-stage GPU timings of one partition-shaped
 //! input at domain 2^k, without circuit synthesis (too slow at 2^27).
 //!
 //! The input is synthetic but shaped like a PoRep partition: a, b, c of n =
@@ -98,7 +98,7 @@ fn gpu_field(gpu: Option<f64>) -> String {
 
 #[cfg(not(feature = "cuda"))]
 pub fn run(_range: (u32, u32), _opts: Opts, _workers: &[usize]) -> Result<()> {
-    bail!("gpu-bench needs the CUDA backend: rebuild cuzk-bench with `--features cuda`")
+    bail!("gpu-bench needs the CUDA backend: rebuild cuzk-lab with `--features cuda`")
 }
 
 #[cfg(feature = "cuda")]
@@ -136,11 +136,13 @@ pub(crate) mod imp {
 
     use anyhow::{Context, Result};
     use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-    use cuzk_cuda::{CudaBackend, Section, Source, Staged};
+    use cuzk_cuda::lab::StageContext;
+    use cuzk_cuda::{CudaBackend, Source};
     use cuzk_prover::backend::SrsRef;
     use cuzk_prover::density::Density;
     use cuzk_prover::msm::{msm, G1, G2};
     use cuzk_prover::proof::{assemble, MsmResults};
+    use cuzk_prover::srs::Section;
     use ff::Field;
     use group::{Curve, Group};
     use rand::SeedableRng;
@@ -280,6 +282,7 @@ pub(crate) mod imp {
                 a: &[],
                 b_g1: &[],
                 b_g2: &[],
+                device: None,
             }
         }
         pub(crate) fn n(&self) -> usize {
@@ -391,7 +394,7 @@ pub(crate) mod imp {
             ms(t)
         );
         let mut results = Vec::new();
-        let mut st = gpu.staged();
+        let mut st = gpu.stages()?;
         if let Some(h) = &host {
             st.srs_free()?;
             let proofs = series(&mut st, &inp, Some(h), partitions, "streamed")?;
@@ -455,7 +458,7 @@ pub(crate) mod imp {
     }
 
     fn make_resident(
-        st: &mut Staged<'_>,
+        st: &mut StageContext<'_>,
         inp: &Input,
         host: Option<&HostSrs>,
     ) -> Result<&'static str> {
@@ -486,7 +489,7 @@ pub(crate) mod imp {
 
     /// `partitions` partitions back to back; returns each proof's bytes.
     fn series(
-        st: &mut Staged<'_>,
+        st: &mut StageContext<'_>,
         inp: &Input,
         host: Option<&HostSrs>,
         partitions: usize,
@@ -543,7 +546,7 @@ pub(crate) mod imp {
     type Stages = Vec<(&'static str, f64)>;
 
     fn partition(
-        st: &mut Staged<'_>,
+        st: &mut StageContext<'_>,
         inp: &Input,
         host: Option<&HostSrs>,
     ) -> Result<(Stages, u64, [u8; 192])> {

@@ -1,0 +1,51 @@
+//! The CUDA side's settings: `[gpus.tuning]` of the daemon's config file
+//! (`src/config.rs`), handed to every context by `cuzk_cuda_set_tuning`.
+//! Nothing here reads the environment; every knob that changes what the
+//! kernels or copies do is a field below, and `--print-config` shows it.
+//!
+//! The layout is `RawTuning` in `src/ffi.rs` (repr(C)): keep the two in
+//! step.
+
+#ifndef __CUZK_TUNING_CUH__
+#define __CUZK_TUNING_CUH__
+
+#include <cstdint>
+
+struct cuzk_cuda_tuning {
+    // Window width (10..=22) forced on MSMs of at least 2^26 points, and on
+    // those of 2^21 to 2^26 points; 0: the driver's rule (msm_driver.cuh).
+    // The scratch estimate Rust sizes the staging tiers with
+    // (cuzk_cuda_msm_scratch) applies the same widths.
+    uint32_t msm_window_bits;
+    uint32_t msm_window_bits_mid;
+    // Host-to-device copies (host_copy.cuh): -1 each context's own choice,
+    // else a host_copy_mode (0 chunked, 1 registered, 2 pageable) for all.
+    int32_t host_copy;
+    // Host threads filling a chunked copy's chunks (0: one per core, at
+    // most 16).
+    uint32_t copy_threads;
+    // Traces printed to stderr: each MSM's phases, the H stage's steps, the
+    // 0/1 split's phases; and a check of every split MSM against plain
+    // Pippenger (slow).
+    uint8_t msm_trace;
+    uint8_t ntt_trace;
+    uint8_t split_trace;
+    uint8_t split_check;
+};
+
+// The defaults: no trace, the rules, each context's copy mode.
+static inline cuzk_cuda_tuning default_tuning()
+{
+    cuzk_cuda_tuning t;
+    t.msm_window_bits = 0;
+    t.msm_window_bits_mid = 0;
+    t.host_copy = -1;
+    t.copy_threads = 0;
+    t.msm_trace = 0;
+    t.ntt_trace = 0;
+    t.split_trace = 0;
+    t.split_check = 0;
+    return t;
+}
+
+#endif

@@ -1,0 +1,234 @@
+//! `[gpus]` of the daemon's config file, owned here because only the GPU
+//! backend reads it: which backend proves, on which CUDA devices, where the
+//! SRS lives, the device memory discipline, and `[gpus.tuning]`, the few
+//! knobs of the CUDA code (`cuda/tuning.cuh`) handed to every device
+//! context. This is the only way to change what the CUDA code does: it
+//! reads no environment variable, and `cuzk-daemon --print-config` shows
+//! every field.
+
+use bytesize::ByteSize;
+use serde::{Deserialize, Serialize};
+
+/// Default `gpus.vram_safety_margin`: device memory a partition leaves free.
+pub const DEFAULT_VRAM_MARGIN: u64 = 512 << 20;
+
+/// `[gpus]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GpusConfig {
+    /// `"auto"`, `"cpu"` or `"cuda"`.
+    pub backend: BackendChoice,
+    /// CUDA device ordinals to use; empty: every usable device.
+    pub devices: Vec<usize>,
+    /// Where the SRS points live for the GPU MSMs: `"auto"` (in VRAM
+    /// across partitions and jobs when they fit beside a partition, else
+    /// streamed from host memory), `"always"` (in VRAM) or `"never"`
+    /// (streamed every partition).
+    pub srs_on_device: SrsPlacement,
+    /// Device memory the CUDA backend may use on each GPU (e.g. `"16GiB"`):
+    /// its allocations fail as if the card had only this much, so
+    /// small-card behaviour can be run on a large card. Unset: the card.
+    pub vram_limit: Option<ByteSize>,
+    /// Device memory each partition leaves free when it chooses how much of
+    /// its witness to stage on the GPU.
+    pub vram_safety_margin: ByteSize,
+    /// `[gpus.tuning]`.
+    pub tuning: GpuTuning,
+}
+
+impl Default for GpusConfig {
+    fn default() -> Self {
+        GpusConfig {
+            backend: BackendChoice::default(),
+            devices: Vec::new(),
+            srs_on_device: SrsPlacement::default(),
+            vram_limit: None,
+            vram_safety_margin: ByteSize::b(DEFAULT_VRAM_MARGIN),
+            tuning: GpuTuning::default(),
+        }
+    }
+}
+
+/// Which prover backend the daemon uses (`gpus.backend`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    /// CUDA on the configured devices when this build has CUDA and a device
+    /// exists; the CPU otherwise.
+    #[default]
+    Auto,
+    Cpu,
+    /// CUDA, or refuse to start.
+    Cuda,
+}
+
+impl std::str::FromStr for BackendChoice {
+    type Err = InvalidConfig;
+    fn from_str(s: &str) -> Result<Self, InvalidConfig> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(BackendChoice::Auto),
+            "cpu" => Ok(BackendChoice::Cpu),
+            "cuda" => Ok(BackendChoice::Cuda),
+            _ => Err(InvalidConfig(format!(
+                "unknown backend {s:?}: use auto, cpu or cuda"
+            ))),
+        }
+    }
+}
+
+/// Where a circuit's SRS points live while proving (`gpus.srs_on_device`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SrsPlacement {
+    /// Kept on the device across partitions when it fits beside a
+    /// partition's buffers; streamed from the host otherwise.
+    #[default]
+    Auto,
+    /// Kept on the device whenever it can be uploaded.
+    Always,
+    /// Streamed from host memory on every partition.
+    Never,
+}
+
+impl std::str::FromStr for SrsPlacement {
+    type Err = InvalidConfig;
+    fn from_str(s: &str) -> Result<Self, InvalidConfig> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(SrsPlacement::Auto),
+            "always" => Ok(SrsPlacement::Always),
+            "never" => Ok(SrsPlacement::Never),
+            _ => Err(InvalidConfig(format!(
+                "unknown SRS placement {s:?}: use auto, always or never"
+            ))),
+        }
+    }
+}
+
+/// `[gpus.tuning]`: the CUDA code's knobs. The defaults are what the
+/// numbers in docs/PERF.md were measured with; the traces print to stderr.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GpuTuning {
+    /// MSM window width in bits (10 to 22) for MSMs of at least 2^26
+    /// points; 0: the built-in rule (22 for the largest G1 MSMs). The
+    /// device memory each partition is sized for follows the width.
+    pub msm_window_bits: u32,
+    /// The same for MSMs of 2^21 up to 2^26 points (0: the rule, 17 bits
+    /// for most of them).
+    pub msm_window_bits_mid: u32,
+    /// Host-to-device copies: `"auto"` (through pinned chunks while several
+    /// workers share a GPU, else the source page-locked per copy),
+    /// `"chunked"`, `"registered"` or `"pageable"` for every copy.
+    pub host_copy: HostCopy,
+    /// Host threads filling one chunked copy (0: one per core, at most 16).
+    pub copy_threads: u32,
+    /// Print each large MSM's phase timings.
+    pub trace_msm: bool,
+    /// Print the H stage's step timings.
+    pub trace_ntt: bool,
+    /// Print the 0/1 split's phase timings.
+    pub trace_split: bool,
+    /// Compute every split MSM again by plain Pippenger and print whether
+    /// the two agree (slow: for debugging).
+    pub check_split: bool,
+}
+
+/// `gpus.tuning.host_copy`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HostCopy {
+    #[default]
+    Auto,
+    Chunked,
+    Registered,
+    Pageable,
+}
+
+/// A `[gpus]` value that parses but makes no sense.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidConfig(pub String);
+
+impl GpusConfig {
+    /// Checks values that parse but make no sense.
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
+        for (name, w) in [
+            ("gpus.tuning.msm_window_bits", self.tuning.msm_window_bits),
+            (
+                "gpus.tuning.msm_window_bits_mid",
+                self.tuning.msm_window_bits_mid,
+            ),
+        ] {
+            if w != 0 && !(10..=22).contains(&w) {
+                return Err(InvalidConfig(format!(
+                    "{name} = {w}: use 0 (the built-in rule) or 10 to 22"
+                )));
+            }
+        }
+        if self.tuning.copy_threads > 64 {
+            return Err(InvalidConfig(format!(
+                "gpus.tuning.copy_threads = {}: at most 64",
+                self.tuning.copy_threads
+            )));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for d in &self.devices {
+            if !seen.insert(d) {
+                return Err(InvalidConfig(format!(
+                    "gpus.devices lists device {d} twice"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> GpusConfig {
+        toml::from_str(text).expect("valid [gpus] table")
+    }
+
+    #[test]
+    fn defaults_and_values_parse() {
+        assert_eq!(parse(""), GpusConfig::default());
+        let g = parse(
+            "backend = \"cuda\"\ndevices = [1]\nsrs_on_device = \"never\"\n\
+             vram_limit = \"16GiB\"\n[tuning]\nmsm_window_bits = 20\nhost_copy = \"chunked\"\n\
+             trace_msm = true\n",
+        );
+        assert_eq!(g.backend, BackendChoice::Cuda);
+        assert_eq!(g.srs_on_device, SrsPlacement::Never);
+        assert_eq!(g.vram_limit.map(|b| b.as_u64()), Some(16 << 30));
+        assert_eq!(g.tuning.msm_window_bits, 20);
+        assert_eq!(g.tuning.host_copy, HostCopy::Chunked);
+        assert!(g.tuning.trace_msm && !g.tuning.trace_ntt);
+        assert_eq!(g.validate(), Ok(()));
+        assert!(toml::from_str::<GpusConfig>("[tuning]\nwbits = 3\n").is_err());
+    }
+
+    #[test]
+    fn window_widths_outside_the_drivers_range_are_refused() {
+        for (w, ok) in [(0, true), (9, false), (10, true), (22, true), (23, false)] {
+            let mut g = GpusConfig::default();
+            g.tuning.msm_window_bits_mid = w;
+            assert_eq!(g.validate().is_ok(), ok, "{w}");
+        }
+        let g = GpusConfig {
+            devices: vec![0, 0],
+            ..Default::default()
+        };
+        assert!(g.validate().unwrap_err().0.contains("twice"));
+    }
+
+    #[test]
+    fn names_parse() {
+        assert_eq!("Always".parse(), Ok(SrsPlacement::Always));
+        assert_eq!("never".parse(), Ok(SrsPlacement::Never));
+        assert!("sometimes".parse::<SrsPlacement>().is_err());
+        assert_eq!("CUDA".parse(), Ok(BackendChoice::Cuda));
+        assert!("gpu".parse::<BackendChoice>().is_err());
+    }
+}
