@@ -42,10 +42,19 @@ sample() {
 
 step fixtures
 $TIME "$B" gen-fixtures --sector-size 32GiB --inputs-only > "$L/fixtures.log" 2>&1
+# The PoRep's constraint system recorded (one thread) while the
+# parameters are generated (the other cores), into <params>/r1cs where the
+# daemon looks for it.
+step record
+$TIME "$B" synth-bench --kind porep --sector-size 32GiB --fixtures "$F" --params "$P" \
+  --partition 0 --child record > "$L/record.log" 2>&1 &
+REC=$!
 step params-winning
 $TIME "$B" gen-params --kind winning-post --sector-size 32GiB > "$L/params-winning.log" 2>&1
 step params-porep
 $TIME "$B" gen-params --kind porep --sector-size 32GiB > "$L/params-porep.log" 2>&1
+wait "$REC"
+step "recorded: $(grep -o 'wall_ms[^,]*' "$L/record.log" | head -1)"
 df -h / | tail -1 >> "$L/machine.txt"
 
 cat > "$L/cuzk.toml" <<EOF
