@@ -13,6 +13,11 @@ use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
 };
 
+use bellperson::SynthesisError;
+use cuzk_r1cs::AssignmentCs;
+use filecoin_hashers::poseidon::PoseidonHasher;
+
+use crate::assign::{self, post::PostSector};
 use crate::{CircuitError, Circuits, ProofCircuits};
 
 type Compound<Tree> = FallbackPoStCompound<Tree>;
@@ -145,6 +150,45 @@ impl<Tree: 'static + MerkleTreeTrait> Circuits for PostSource<Tree> {
 
     fn shape(&self) -> &str {
         &self.shape
+    }
+
+    fn assigns_natively(&self) -> bool {
+        <Tree::Hasher as filecoin_hashers::Hasher>::name()
+            == <PoseidonHasher as filecoin_hashers::Hasher>::name()
+    }
+
+    fn assign(&self, k: usize, cs: &mut AssignmentCs) -> Option<Result<(), SynthesisError>> {
+        let vanilla = self.partitions.get(k)?;
+        if vanilla.sectors.len() != self.params.sector_count {
+            return Some(Err(SynthesisError::Unsatisfiable));
+        }
+        // As `FallbackPoStCompound::circuit`: this partition's sectors, the
+        // last repeated to fill the partition.
+        let public = self
+            .public_inputs
+            .sectors
+            .chunks(self.params.sector_count.max(1))
+            .nth(k)?;
+        let sectors: Vec<PostSector> = vanilla
+            .sectors
+            .iter()
+            .enumerate()
+            .map(|(i, proof)| {
+                let p = &public[i.min(public.len() - 1)];
+                PostSector {
+                    comm_r: p.comm_r.into(),
+                    comm_c: proof.comm_c.into(),
+                    comm_r_last: proof.comm_r_last.into(),
+                    challenges: proof
+                        .leafs()
+                        .into_iter()
+                        .map(Into::into)
+                        .zip(proof.as_options())
+                        .collect(),
+                }
+            })
+            .collect();
+        Some(assign::post::assign::<Tree>(cs, &sectors))
     }
 
     fn circuit(&self, k: usize) -> Result<Self::Circuit, CircuitError> {

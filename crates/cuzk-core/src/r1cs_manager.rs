@@ -49,9 +49,11 @@ pub struct ConstraintSystems {
     slots: Mutex<BTreeMap<String, Slot>>,
 }
 
-/// The file name's key: the shape and the cuzk version that recorded it
-/// (a new version records again, in case its circuits changed).
-fn file_key(shape: &str) -> String {
+/// The key of a shape's system, in its file's name and its header: the
+/// shape and the cuzk version that recorded it (a new version records
+/// again, in case its circuits changed). Tools that record a system for
+/// the daemon to find name it with this key.
+pub fn file_key(shape: &str) -> String {
     format!("{shape}-cuzk{}", env!("CARGO_PKG_VERSION"))
 }
 

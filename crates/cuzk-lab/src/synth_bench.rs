@@ -96,14 +96,17 @@ fn fingerprint(w: &PartitionWitness) -> String {
 pub fn run_child(path: &str, kind: ProofKind, sel: &Selection, k: usize) -> Result<()> {
     let f = sel.load()?;
     let src = source(&f, kind)?;
-    let file = cuzk_r1cs::file::path_for(&r1cs_dir(sel), src.shape());
+    // Named as the daemon names it, so a recording made here is the one a
+    // daemon on the same parameter directory loads.
+    let key = cuzk_core::r1cs_manager::file_key(src.shape());
+    let file = cuzk_r1cs::file::path_for(&r1cs_dir(sel), &key);
     if path == "record" {
-        return record_child(&*src, k, &file);
+        return record_child(&*src, k, &key, &file);
     }
     let (mut load_ms, mut matrix_bytes, mut compiled) = (0, 0, None);
     if path == "compiled" {
         let t = Instant::now();
-        let cs = cuzk_r1cs::load(&file, src.shape())?;
+        let cs = cuzk_r1cs::load(&file, &key)?;
         load_ms = t.elapsed().as_millis() as u64;
         matrix_bytes = cs.bytes();
         compiled = Some(cs);
@@ -153,9 +156,15 @@ pub fn run_child(path: &str, kind: ProofKind, sel: &Selection, k: usize) -> Resu
     })
 }
 
-fn record_child(src: &dyn cuzk_circuits::PartitionSource, k: usize, file: &Path) -> Result<()> {
+fn record_child(
+    src: &dyn cuzk_circuits::PartitionSource,
+    k: usize,
+    key: &str,
+    file: &Path,
+) -> Result<()> {
     let (t, cpu) = (Instant::now(), cpu_seconds());
-    let cs = src.record(k)?;
+    let mut cs = src.record(k)?;
+    cs.key = key.to_string();
     let (core_s, wall_ms) = (cpu_seconds() - cpu, t.elapsed().as_millis() as u64);
     cuzk_r1cs::save(&cs, file)?;
     let st = cs.stats();

@@ -13,7 +13,10 @@
 //! checks every partition's assignment against the recorded constraints
 //! before a witness is used.
 
+pub mod por;
 pub(crate) mod porep;
+pub mod poseidon;
+pub(crate) mod post;
 pub mod sha256;
 
 use bellperson::gadgets::boolean::{field_into_allocated_bits_le, Boolean};

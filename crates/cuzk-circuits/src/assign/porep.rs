@@ -3,40 +3,31 @@
 //! partition, the same gadgets, except that SHA-256 (the labels and the
 //! comm_d inclusion paths) is [`super::sha256`].
 
-use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
+use bellperson::gadgets::boolean::Boolean;
 use bellperson::gadgets::multipack;
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::SynthesisError;
 use blstrs::Scalar as Fr;
+use cuzk_r1cs::AssignmentCs;
 use ff::PrimeField;
-use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
+use filecoin_hashers::poseidon::PoseidonHasher;
+use filecoin_hashers::{Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
 use filecoin_proofs::types::VanillaSealProof;
 use filecoin_proofs::DefaultPieceHasher;
-use generic_array::typenum::{U11, U2};
-use neptune::circuit::poseidon_hash;
-use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
 use storage_proofs_core::gadgets::uint64::UInt64;
-use storage_proofs_core::gadgets::{
-    constraint, encode::encode, insertion::insert, variables::Root,
-};
+use storage_proofs_core::gadgets::{constraint, encode::encode};
 use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait, MerkleTreeTrait};
 use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked::{self, Column};
 
+use super::por::{poseidon_inclusion, sha256_inclusion, Level};
+use super::poseidon::poseidon_hash;
 use super::sha256::sha256;
-use cuzk_r1cs::AssignmentCs;
-
 use super::{to_bits_le, AssignOnly};
 
 type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 type PieceDomain = <DefaultPieceHasher as Hasher>::Domain;
 type TreeProof<Tree> = MerkleProof<
-    <Tree as MerkleTreeTrait>::Hasher,
-    <Tree as MerkleTreeTrait>::Arity,
-    <Tree as MerkleTreeTrait>::SubTreeArity,
-    <Tree as MerkleTreeTrait>::TopTreeArity,
->;
-type TreeAuthPath<Tree> = AuthPath<
     <Tree as MerkleTreeTrait>::Hasher,
     <Tree as MerkleTreeTrait>::Arity,
     <Tree as MerkleTreeTrait>::SubTreeArity,
@@ -52,9 +43,9 @@ pub(crate) struct PorepPublic<Tree: MerkleTreeTrait> {
 
 /// One column of a replica column proof: its rows (layer 1 first) and the
 /// inclusion path of its hash in comm_c.
-struct ColumnOpening<Tree: MerkleTreeTrait> {
+struct ColumnOpening {
     rows: Vec<Fr>,
-    path: TreeAuthPath<Tree>,
+    path: Vec<Level>,
 }
 
 /// A column proof's parts. storage-proofs keeps the inclusion proof
@@ -69,13 +60,13 @@ struct ColumnProofParts<Tree: MerkleTreeTrait> {
 
 fn opening<Tree: MerkleTreeTrait>(
     proof: &stacked::ColumnProof<TreeProof<Tree>>,
-) -> Result<ColumnOpening<Tree>, SynthesisError> {
+) -> Result<ColumnOpening, SynthesisError> {
     let bytes = bincode::serialize(proof).map_err(|_| SynthesisError::AssignmentMissing)?;
     let parts: ColumnProofParts<Tree> =
         bincode::deserialize(&bytes).map_err(|_| SynthesisError::AssignmentMissing)?;
     Ok(ColumnOpening {
         rows: parts.column.rows().iter().map(|d| (*d).into()).collect(),
-        path: parts.inclusion_proof.as_options().into(),
+        path: parts.inclusion_proof.as_options(),
     })
 }
 
@@ -106,7 +97,14 @@ pub(crate) fn assign<Tree: 'static + MerkleTreeTrait>(
     comm_r.inputize(&mut *cs)?;
     let comm_r_last = alloc(cs, comm_r_last.into())?;
     let comm_c = alloc(cs, comm_c.into())?;
-    let hash = <Tree::Hasher as Hasher>::Function::hash2_circuit(&mut *cs, &comm_c, &comm_r_last)?;
+    if <Tree::Hasher as Hasher>::name() != PoseidonHasher::name() {
+        return Err(SynthesisError::Unsatisfiable);
+    }
+    let hash = poseidon_hash(
+        cs,
+        vec![comm_c.clone(), comm_r_last.clone()],
+        &*POSEIDON_CONSTANTS_2,
+    )?;
     constraint::equal(cs, || "comm_r", &comm_r, &hash);
     let roots = Roots {
         comm_d: &comm_d,
@@ -158,7 +156,7 @@ fn challenge<Tree: 'static + MerkleTreeTrait, CS: AssignOnly>(
                 .map(|r| AllocatedNum::alloc(&mut *cs, || Ok(r)))
                 .collect::<Result<Vec<_>, _>>()?;
             let hash = column_hash(cs, &rows)?;
-            tree_inclusion::<Tree, CS>(cs, path, roots.comm_c, &hash)?;
+            poseidon_inclusion::<Tree, CS>(cs, &path, roots.comm_c, &hash)?;
             out.push(rows);
         }
     }
@@ -192,12 +190,12 @@ fn challenge<Tree: 'static + MerkleTreeTrait, CS: AssignOnly>(
     }
 
     let encoded = encode(&mut *cs, &labels[layers - 1], &data_leaf)?;
-    let comm_r_last_path = proof.comm_r_last_proof.as_options().into();
-    tree_inclusion::<Tree, CS>(cs, comm_r_last_path, roots.comm_r_last, &encoded)?;
+    let comm_r_last_path = proof.comm_r_last_proof.as_options();
+    poseidon_inclusion::<Tree, CS>(cs, &comm_r_last_path, roots.comm_r_last, &encoded)?;
 
     let c_x = opening::<Tree>(&columns.c_x)?;
     let hash = column_hash(cs, &labels)?;
-    tree_inclusion::<Tree, CS>(cs, c_x.path, roots.comm_c, &hash)
+    poseidon_inclusion::<Tree, CS>(cs, &c_x.path, roots.comm_c, &hash)
 }
 
 /// The 37 parents a label hashes: the base parents (and, above the first
@@ -244,81 +242,8 @@ fn column_hash<CS: AssignOnly>(
     rows: &[AllocatedNum<Fr>],
 ) -> Result<AllocatedNum<Fr>, SynthesisError> {
     match rows.len() {
-        2 => poseidon_hash::<_, Fr, U2>(&mut *cs, rows.to_vec(), &*POSEIDON_CONSTANTS_2),
-        11 => poseidon_hash::<_, Fr, U11>(&mut *cs, rows.to_vec(), &*POSEIDON_CONSTANTS_11),
+        2 => poseidon_hash(cs, rows.to_vec(), &*POSEIDON_CONSTANTS_2),
+        11 => poseidon_hash(cs, rows.to_vec(), &*POSEIDON_CONSTANTS_11),
         _ => Err(SynthesisError::Unsatisfiable),
     }
-}
-
-/// Inclusion in a tree of the replica's shape (Poseidon): the gadget itself.
-fn tree_inclusion<Tree: 'static + MerkleTreeTrait, CS: AssignOnly>(
-    cs: &mut CS,
-    path: TreeAuthPath<Tree>,
-    root: &AllocatedNum<Fr>,
-    leaf: &AllocatedNum<Fr>,
-) -> Result<(), SynthesisError> {
-    PoRCircuit::<Tree>::synthesize(
-        &mut *cs,
-        Root::Var(leaf.clone()),
-        path,
-        Root::Var(root.clone()),
-        true,
-    )
-}
-
-/// Inclusion in the binary SHA-256 data tree, as the private `PoRCircuit`
-/// of that tree: per level an index bit, the sibling, the insertion and
-/// the hash of the pair; then the index bits packed into inputs and the
-/// root compared.
-fn sha256_inclusion<CS: AssignOnly>(
-    cs: &mut CS,
-    path: &[(Vec<Option<Fr>>, Option<usize>)],
-    root: &AllocatedNum<Fr>,
-    leaf: &AllocatedNum<Fr>,
-) -> Result<(), SynthesisError> {
-    let mut cur = leaf.clone();
-    let mut index_bits = Vec::with_capacity(path.len());
-    for (siblings, index) in path {
-        let index = index.ok_or(SynthesisError::AssignmentMissing)?;
-        let bit = Boolean::from(AllocatedBit::alloc(&mut *cs, Some(index & 1 == 1))?);
-        let siblings = siblings
-            .iter()
-            .map(|s| AllocatedNum::alloc(&mut *cs, || s.ok_or(SynthesisError::AssignmentMissing)))
-            .collect::<Result<Vec<_>, _>>()?;
-        if siblings.len() != 1 {
-            return Err(SynthesisError::Unsatisfiable);
-        }
-        let pair = insert(&mut *cs, &cur, std::slice::from_ref(&bit), &siblings)?;
-        index_bits.push(bit);
-        cur = sha256_pair(cs, &pair)?;
-    }
-    multipack::pack_into_inputs(&mut *cs, &index_bits)?;
-    constraint::equal(cs, || "root", &cur, root);
-    Ok(())
-}
-
-/// `Sha256Function::hash_multi_leaf_circuit`: each element's bits, byte by
-/// byte in hashing order, hashed and packed back into a field element.
-fn sha256_pair<CS: AssignOnly>(
-    cs: &mut CS,
-    leaves: &[AllocatedNum<Fr>],
-) -> Result<AllocatedNum<Fr>, SynthesisError> {
-    let mut bits = Vec::with_capacity(leaves.len() * 256);
-    for leaf in leaves {
-        let mut le = to_bits_le(cs, leaf)?;
-        le.resize(le.len().next_multiple_of(8), Boolean::Constant(false));
-        bits.extend(
-            le.chunks_exact(8)
-                .flat_map(|byte| byte.iter().rev())
-                .cloned(),
-        );
-    }
-    let digest = sha256(cs, &bits)?;
-    let le: Vec<Boolean> = digest
-        .chunks(8)
-        .flat_map(|byte| byte.iter().rev())
-        .take(Fr::CAPACITY as usize)
-        .cloned()
-        .collect();
-    multipack::pack_bits(&mut *cs, &le)
 }
