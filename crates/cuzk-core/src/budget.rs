@@ -6,6 +6,11 @@
 //! total never exceeds the limit: a reservation that does not fit waits, or
 //! is refused if it could never fit. `peak` records the high-water mark so
 //! tests can assert the limit held.
+//!
+//! A *critical reserve* (`memory.critical_reserve`) is the top of the budget
+//! kept for [`Claim::Critical`] reservations (WinningPoSt): everything else
+//! fits under `limit - reserve`, so an urgent partition never waits for a
+//! large one to be proved before its memory is free.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -17,6 +22,15 @@ pub enum BudgetError {
     TooLarge { bytes: u64, limit: u64 },
     #[error("gave up waiting for {bytes} bytes of memory budget")]
     Abandoned { bytes: u64 },
+}
+
+/// Who a reservation is for: only critical work may use the critical
+/// reserve.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Claim {
+    #[default]
+    Normal,
+    Critical,
 }
 
 #[derive(Debug, Default)]
@@ -31,6 +45,8 @@ pub type Reclaimer = Box<dyn Fn() -> u64 + Send + Sync>;
 /// A byte budget shared by everything that reserves from it.
 pub struct MemoryBudget {
     limit: u64,
+    /// The top of `limit` only [`Claim::Critical`] reservations may use.
+    critical_reserve: u64,
     counters: Mutex<Counters>,
     freed: Condvar,
     /// Called when a reservation does not fit, before it waits.
@@ -41,6 +57,7 @@ impl std::fmt::Debug for MemoryBudget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryBudget")
             .field("limit", &self.limit)
+            .field("critical_reserve", &self.critical_reserve)
             .field("counters", &self.counters)
             .finish_non_exhaustive()
     }
@@ -55,8 +72,15 @@ pub struct Reservation {
 
 impl MemoryBudget {
     pub fn new(limit: u64) -> Arc<MemoryBudget> {
+        MemoryBudget::with_critical_reserve(limit, 0)
+    }
+
+    /// A budget of `limit` bytes whose top `critical_reserve` bytes (at most
+    /// the limit) only critical reservations may use.
+    pub fn with_critical_reserve(limit: u64, critical_reserve: u64) -> Arc<MemoryBudget> {
         Arc::new(MemoryBudget {
             limit,
+            critical_reserve: critical_reserve.min(limit),
             counters: Mutex::new(Counters::default()),
             freed: Condvar::new(),
             reclaimer: Mutex::new(None),
@@ -77,12 +101,13 @@ impl MemoryBudget {
         }
     }
 
-    /// Charges `bytes` if they fit now, with no reservation to give them
-    /// back: the caller gives them back with [`MemoryBudget::uncharge`]
-    /// (for idle buffers, which are never waited for).
+    /// Charges `bytes` if they fit now (outside the critical reserve), with
+    /// no reservation to give them back: the caller gives them back with
+    /// [`MemoryBudget::uncharge`] (for idle buffers, which are never waited
+    /// for).
     pub fn charge(&self, bytes: u64) -> bool {
         let mut c = self.lock();
-        if c.used + bytes > self.limit {
+        if c.used + bytes > self.limit_for(Claim::Normal) {
             return false;
         }
         c.used += bytes;
@@ -99,6 +124,20 @@ impl MemoryBudget {
         self.limit
     }
 
+    /// The most `claim` may have reserved in all: the limit for critical
+    /// work, the limit less the critical reserve for the rest.
+    pub fn limit_for(&self, claim: Claim) -> u64 {
+        match claim {
+            Claim::Critical => self.limit,
+            Claim::Normal => self.limit - self.critical_reserve,
+        }
+    }
+
+    /// Bytes kept for critical reservations.
+    pub fn critical_reserve(&self) -> u64 {
+        self.critical_reserve
+    }
+
     pub fn used(&self) -> u64 {
         self.lock().used
     }
@@ -112,22 +151,29 @@ impl MemoryBudget {
         self.counters.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Reserves `bytes` if they fit now.
+    /// Reserves `bytes` for normal work if they fit now.
     pub fn try_reserve(self: &Arc<Self>, bytes: u64) -> Result<Option<Reservation>, BudgetError> {
-        if bytes > self.limit {
-            return Err(BudgetError::TooLarge {
-                bytes,
-                limit: self.limit,
-            });
+        self.try_reserve_as(bytes, Claim::Normal)
+    }
+
+    /// Reserves `bytes` for `claim` if they fit now.
+    pub fn try_reserve_as(
+        self: &Arc<Self>,
+        bytes: u64,
+        claim: Claim,
+    ) -> Result<Option<Reservation>, BudgetError> {
+        let limit = self.limit_for(claim);
+        if bytes > limit {
+            return Err(BudgetError::TooLarge { bytes, limit });
         }
         let mut c = self.lock();
-        if c.used + bytes > self.limit {
+        if c.used + bytes > limit {
             drop(c);
             if self.reclaim() == 0 {
                 return Ok(None);
             }
             c = self.lock();
-            if c.used + bytes > self.limit {
+            if c.used + bytes > limit {
                 return Ok(None);
             }
         }
@@ -140,18 +186,28 @@ impl MemoryBudget {
     }
 
     /// Waits up to `wait` for `bytes` to fit (checking `give_up` between
-    /// wake-ups) and reserves them; `Ok(None)` when the time ran out.
+    /// wake-ups) and reserves them for normal work; `Ok(None)` when the
+    /// time ran out.
     pub fn reserve_within(
         self: &Arc<Self>,
         bytes: u64,
         wait: Duration,
         give_up: &dyn Fn() -> bool,
     ) -> Result<Option<Reservation>, BudgetError> {
-        if bytes > self.limit {
-            return Err(BudgetError::TooLarge {
-                bytes,
-                limit: self.limit,
-            });
+        self.reserve_within_as(bytes, Claim::Normal, wait, give_up)
+    }
+
+    /// [`MemoryBudget::reserve_within`] for `claim`.
+    pub fn reserve_within_as(
+        self: &Arc<Self>,
+        bytes: u64,
+        claim: Claim,
+        wait: Duration,
+        give_up: &dyn Fn() -> bool,
+    ) -> Result<Option<Reservation>, BudgetError> {
+        let limit = self.limit_for(claim);
+        if bytes > limit {
+            return Err(BudgetError::TooLarge { bytes, limit });
         }
         let deadline = Instant::now() + wait;
         let mut c = self.lock();
@@ -162,7 +218,7 @@ impl MemoryBudget {
             if give_up() {
                 return Err(BudgetError::Abandoned { bytes });
             }
-            if c.used + bytes <= self.limit {
+            if c.used + bytes <= limit {
                 c.used += bytes;
                 c.peak = c.peak.max(c.used);
                 return Ok(Some(Reservation {
@@ -356,6 +412,34 @@ mod tests {
             .reserve_within(5, Duration::from_millis(10), &|| false)
             .unwrap()
             .is_none());
+    }
+
+    #[test]
+    fn the_critical_reserve_is_only_for_critical_claims() {
+        let b = MemoryBudget::with_critical_reserve(100, 30);
+        assert_eq!(b.limit_for(Claim::Normal), 70);
+        let normal = b.try_reserve(70).unwrap().unwrap();
+        assert!(
+            b.try_reserve(1).unwrap().is_none(),
+            "normal work stops at 70"
+        );
+        assert!(!b.charge(1), "idle buffers stay out of the reserve too");
+        assert!(b
+            .reserve_within(1, Duration::from_millis(10), &|| false)
+            .unwrap()
+            .is_none());
+        let critical = b
+            .reserve_within_as(30, Claim::Critical, Duration::from_millis(10), &|| false)
+            .unwrap()
+            .expect("critical work uses the reserve");
+        assert_eq!(b.used(), 100);
+        assert!(matches!(
+            b.try_reserve(71),
+            Err(BudgetError::TooLarge { limit: 70, .. })
+        ));
+        assert!(b.try_reserve_as(101, Claim::Critical).is_err());
+        drop((normal, critical));
+        assert_eq!(b.used(), 0);
     }
 
     #[test]

@@ -85,6 +85,11 @@ pub struct EngineConfig {
     pub partition_workers: usize,
     /// Prover workers per device (the CPU backend is one device).
     pub gpu_workers_per_device: usize,
+    /// Workers kept for CRITICAL jobs (WinningPoSt): this many synthesis
+    /// workers, and this many prover workers per device, take only CRITICAL
+    /// partitions, so one never waits for a running partition to end. `0`:
+    /// CRITICAL jobs only jump the queues.
+    pub critical_workers: usize,
     /// Synthesized partitions that may wait for a prover; synthesis pauses
     /// when this many are waiting.
     pub synthesized_queue: usize,
@@ -127,6 +132,7 @@ impl Default for EngineConfig {
         EngineConfig {
             partition_workers: 1,
             gpu_workers_per_device: 1,
+            critical_workers: 1,
             synthesized_queue: 1,
             max_vanilla_bytes: ByteSize::mib(256),
             job_retention: Duration::from_secs(3600),
@@ -182,6 +188,11 @@ pub struct MemoryConfig {
     pub total_budget: Amount,
     /// Memory left for everything the budget does not track.
     pub safety_margin: ByteSize,
+    /// The top of the budget kept for CRITICAL jobs (WinningPoSt), so one
+    /// never waits for a large partition to be proved before its memory is
+    /// free: `"auto"` (1 GiB, at most an eighth of the budget), a size
+    /// (less than half the budget), or `0` for none.
+    pub critical_reserve: Amount,
 }
 
 impl Default for MemoryConfig {
@@ -189,6 +200,7 @@ impl Default for MemoryConfig {
         MemoryConfig {
             total_budget: Amount::Auto,
             safety_margin: ByteSize::gib(2),
+            critical_reserve: Amount::Auto,
         }
     }
 }
@@ -211,6 +223,18 @@ impl MemoryConfig {
             )));
         }
         Ok(budget)
+    }
+
+    /// The critical reserve in bytes for a budget of `budget` bytes.
+    pub fn resolve_critical_reserve(&self, budget: u64) -> Result<u64, ConfigError> {
+        match self.critical_reserve {
+            Amount::Auto => Ok((1u64 << 30).min(budget / 8)),
+            Amount::Bytes(b) if b.as_u64() < budget / 2 => Ok(b.as_u64()),
+            Amount::Bytes(b) => Err(ConfigError::Invalid(format!(
+                "memory.critical_reserve ({}) must be less than half the memory budget ({budget} bytes)",
+                b.as_u64()
+            ))),
+        }
     }
 }
 

@@ -38,7 +38,7 @@ use cuzk_prover::{ProverBackend, SrsRef, WitnessSize};
 use crate::device_tier::{DeviceLease, DeviceTier};
 use tracing::{info, warn};
 
-use crate::budget::{MemoryBudget, Reservation};
+use crate::budget::{Claim, MemoryBudget, Reservation};
 use crate::kinds::ProofType;
 use crate::params::{param_files, ParamFilesError};
 
@@ -374,7 +374,7 @@ impl SrsManager {
         wait: Duration,
         give_up: &dyn Fn() -> bool,
     ) -> Result<(SrsLease, Duration), SrsError> {
-        match self.lease_with(proof, 0, wait, give_up)? {
+        match self.lease_with(proof, 0, Claim::Normal, wait, give_up)? {
             Some((lease, _, took)) => Ok((lease, took)),
             None => Err(SrsError::NoRoom {
                 circuit_id: proof.circuit_id(),
@@ -389,10 +389,12 @@ impl SrsManager {
     /// cannot block each other. A cold SRS is loaded, its bytes reserved in
     /// the same step as `extra`. Returns the lease, the `extra` reservation
     /// and the load time; `Ok(None)` when there was no room within `wait`.
+    /// A [`Claim::Critical`] lease may use the budget's critical reserve.
     pub fn lease_with(
         self: &Arc<Self>,
         proof: ProofType,
         extra: u64,
+        claim: Claim,
         wait: Duration,
         give_up: &dyn Fn() -> bool,
     ) -> Result<Option<(SrsLease, Reservation, Duration)>, SrsError> {
@@ -419,20 +421,21 @@ impl SrsManager {
             self.loader.size(proof).map_err(|e| err(e.to_string()))?
         };
         // Too large ever to be hot beside a partition: paged, or refused.
-        let paged = srs_bytes.saturating_add(extra) > self.budget.limit();
+        let limit = self.budget.limit_for(claim);
+        let paged = srs_bytes.saturating_add(extra) > limit;
         if paged && !self.loader.can_page() {
             return Err(SrsError::TooLarge {
                 circuit_id: id,
                 bytes: srs_bytes,
                 partition: extra,
-                budget: self.budget.limit(),
+                budget: limit,
             });
         }
         if paged {
             warn!(
                 circuit = %id,
                 bytes = srs_bytes,
-                budget = self.budget.limit(),
+                budget = limit,
                 "SRS larger than the memory budget: serving it memory-mapped (page cache, disk reads while proving)"
             );
             srs_bytes = 0;
@@ -440,15 +443,15 @@ impl SrsManager {
         let need = extra + srs_bytes;
         let mut reservation = match self
             .budget
-            .try_reserve(need)
+            .try_reserve_as(need, claim)
             .map_err(|e| err(e.to_string()))?
         {
             Some(r) => r,
             None => {
-                self.evict_idle(need, Some(&id));
+                self.evict_idle(need, limit, Some(&id));
                 match self
                     .budget
-                    .reserve_within(need, wait, give_up)
+                    .reserve_within_as(need, claim, wait, give_up)
                     .map_err(|e| err(e.to_string()))?
                 {
                     Some(r) => r,
@@ -499,7 +502,7 @@ impl SrsManager {
         if data.charge() > charge.bytes() {
             // The loader under-estimated: charge the rest or refuse.
             let more = data.charge() - charge.bytes();
-            match self.budget.try_reserve(more) {
+            match self.budget.try_reserve_as(more, claim) {
                 Ok(Some(r)) => charge.absorb(r),
                 _ => {
                     return Err(err(format!(
@@ -537,11 +540,12 @@ impl SrsManager {
     /// Evicts idle SRS, least recently used first, until `bytes` more would
     /// fit in the budget or none is left to evict. Returns the bytes freed.
     pub fn evict_idle_for(&self, bytes: u64) -> u64 {
-        self.evict_idle(bytes, None)
+        self.evict_idle(bytes, self.budget.limit_for(Claim::Normal), None)
     }
 
-    /// As [`Self::evict_idle_for`], sparing the circuit `keep`.
-    fn evict_idle(&self, bytes: u64, keep: Option<&str>) -> u64 {
+    /// As [`Self::evict_idle_for`], until `bytes` fit under `limit`, sparing
+    /// the circuit `keep`.
+    fn evict_idle(&self, bytes: u64, limit: u64, keep: Option<&str>) -> u64 {
         let mut gone = Vec::new();
         let mut entries = self.lock();
         let mut idle: Vec<(Option<Instant>, String)> = entries
@@ -557,7 +561,7 @@ impl SrsManager {
         idle.sort();
         let mut freed = 0;
         for (_, id) in idle {
-            if self.budget.used() + bytes <= self.budget.limit() {
+            if self.budget.used() + bytes <= limit {
                 break;
             }
             let Some(e) = entries.get_mut(&id) else {

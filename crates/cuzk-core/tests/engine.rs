@@ -42,13 +42,15 @@ async fn critical_job_overtakes_queued_normal_jobs() {
         crit.queue_position, 0,
         "CRITICAL goes to the head of the queue"
     );
+    // CRITICAL work passes the full ready queue: job 6 is synthesized too.
+    wait_ready(&e, 2).await;
     s.prove_gate.open();
     for j in [&first, &n2, &n3, &low, &high, &crit] {
         assert_eq!(done(&e, &j.job_id).await.status, JobStatus::Completed);
     }
-    // Job 2 was synthesized before the others arrived; after it, strictly
-    // by priority.
-    assert_eq!(s.proved_markers(), vec![1, 2, 6, 5, 3, 4]);
+    // Job 6 before job 2, synthesized before the others arrived; after it,
+    // strictly by priority.
+    assert_eq!(s.proved_markers(), vec![1, 6, 2, 5, 3, 4]);
 }
 
 #[tokio::test]

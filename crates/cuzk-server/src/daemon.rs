@@ -118,7 +118,9 @@ impl Daemon {
     /// config) and
     /// binds the listen address.
     pub async fn start(config: Config) -> Result<Daemon, DaemonError> {
-        let budget = MemoryBudget::new(config.memory.resolve()?);
+        let limit = config.memory.resolve()?;
+        let reserve = config.memory.resolve_critical_reserve(limit)?;
+        let budget = MemoryBudget::with_critical_reserve(limit, reserve);
         let loader = ParamsLoader::new(config.params.check_subgroup, config.srs.warm_dir.clone());
         let srs = SrsManager::new(
             Arc::new(loader),

@@ -63,7 +63,15 @@ async fn newest_wins(
     payloads: [SubmitProofRequest; 3],
     blocker: Option<SubmitProofRequest>,
 ) {
-    let d = start(|_| {}).await;
+    let blocked = blocker.is_some();
+    let d = start(|c| {
+        if blocked {
+            // The blocker holds the one prover worker: no CRITICAL lane
+            // beside it.
+            c.engine.critical_workers = 0;
+        }
+    })
+    .await;
     let mut c = d.client().await;
     let [first, second, third] = payloads.map(|mut p| {
         p.request_id = id.to_string();
@@ -75,7 +83,6 @@ async fn newest_wins(
     let r1 = await_job(&mut c, id).await;
     assert_eq!(status_of(&r1), Status::Completed, "{}", r1.error_message);
     // 2. Same id, new payload: not the old proof, a new job.
-    let blocked = blocker.is_some();
     if let Some(b) = blocker {
         submit(&mut c, &b).await;
     }

@@ -183,6 +183,10 @@ pub(crate) struct Inner {
     mem_head: Mutex<Option<PartKey>>,
     /// The device (index into `parts.backends`) of each prover worker.
     worker_device: Vec<usize>,
+    /// Which prover workers take only CRITICAL partitions.
+    prover_critical: Vec<bool>,
+    /// Synthesis workers from this index on take only CRITICAL jobs.
+    critical_synth_from: usize,
     /// The job journal, when the engine has one.
     journal: Option<journaling::Journaling>,
     /// Held by one admission at a time (see `submit`); never while
@@ -244,7 +248,9 @@ pub struct Engine {
 
 impl Engine {
     /// Starts `config.partition_workers` synthesis workers and
-    /// `config.gpu_workers_per_device` prover workers on each backend.
+    /// `config.gpu_workers_per_device` prover workers on each backend, and
+    /// `config.critical_workers` more of each (per backend for provers)
+    /// that take only CRITICAL work.
     ///
     /// # Panics
     /// If `parts.backends` is empty.
@@ -257,11 +263,16 @@ impl Engine {
             !parts.backends.is_empty(),
             "an engine needs at least one prover backend"
         );
-        let synth_workers = config.partition_workers.max(1);
+        let critical_synth_from = config.partition_workers.max(1);
+        let synth_workers = critical_synth_from + config.critical_workers;
         let per_device = config.gpu_workers_per_device.max(1);
-        let worker_device: Vec<usize> = (0..parts.backends.len())
-            .flat_map(|d| std::iter::repeat_n(d, per_device))
-            .collect();
+        // Per device: the shared workers, then those kept for CRITICAL.
+        let (worker_device, prover_critical): (Vec<usize>, Vec<bool>) = (0..parts.backends.len())
+            .flat_map(|d| {
+                let shared = std::iter::repeat_n((d, false), per_device);
+                shared.chain(std::iter::repeat_n((d, true), config.critical_workers))
+            })
+            .unzip();
         let prove_workers = worker_device.len();
         let synthesis = synthesis::SynthesisSetup::new(&config, &parts.budget);
         let inner = Arc::new(Inner {
@@ -288,6 +299,8 @@ impl Engine {
             started: Instant::now(),
             mem_head: Mutex::new(None),
             worker_device,
+            prover_critical,
+            critical_synth_from,
             journal: journal.map(journaling::Journaling::start),
             admit_lock: Mutex::new(()),
         });
@@ -298,6 +311,7 @@ impl Engine {
         info!(
             synth_workers,
             prove_workers,
+            critical_workers = inner.config.critical_workers,
             backends = ?inner.parts.backends.iter().map(|b| b.name()).collect::<Vec<_>>(),
             budget = inner.parts.budget.limit(),
             "engine started"

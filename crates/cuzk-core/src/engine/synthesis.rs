@@ -7,7 +7,10 @@
 //! sub-circuits, such as a PoRep's challenges, in parallel) and ties the
 //! process's witness pool (`cuzk_prover::pool`, `engine.witness_pool`) to
 //! the memory budget: idle vectors are charged to it, and freed before any
-//! reservation waits.
+//! reservation waits. Small CRITICAL partitions (WinningPoSt's) are
+//! synthesized on a small pool of their own, so they never queue behind a
+//! PoRep's challenges in the shared one; a large CRITICAL partition (a
+//! PoRep submitted at CRITICAL) needs the shared pool's threads.
 
 use std::sync::Arc;
 
@@ -18,9 +21,23 @@ use crate::budget::MemoryBudget;
 use crate::config::{Amount, EngineConfig, SynthesisPath};
 use crate::r1cs_manager::ConstraintSystems;
 
+/// The largest partition (in constraints) synthesized on the CRITICAL
+/// pool: a 32 GiB WinningPoSt has ~2^18.6, a PoRep or WindowPoSt partition
+/// ~2^27.
+pub(super) const CRITICAL_POOL_MAX_CONSTRAINTS: usize = 1 << 22;
+
+/// Whether a partition of `size` at `priority` is synthesized on the
+/// CRITICAL pool.
+pub(super) fn on_critical_pool(priority: crate::kinds::Priority, size: &WitnessSize) -> bool {
+    priority == crate::kinds::Priority::Critical
+        && size.constraints <= CRITICAL_POOL_MAX_CONSTRAINTS
+}
+
 /// The engine's synthesis threads.
 pub(super) struct SynthesisSetup {
     threads: Option<rayon::ThreadPool>,
+    /// For CRITICAL partitions (when `engine.critical_workers` > 0).
+    critical: Option<rayon::ThreadPool>,
 }
 
 struct BudgetAccount(Arc<MemoryBudget>);
@@ -45,29 +62,45 @@ impl SynthesisSetup {
         budget.set_reclaimer(Box::new(|| pool().clear()));
         let threads = match config.synthesis_threads {
             0 => None,
-            n => rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .thread_name(|i| format!("cuzk-synth-{i}"))
-                .build()
-                .map_err(|e| tracing::warn!("synthesis threads: {e}; using the global pool"))
-                .ok(),
+            n => thread_pool(n, "cuzk-synth"),
         };
-        SynthesisSetup { threads }
+        // A quarter of the cores (1 to 8): a WinningPoSt is small.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let critical = (config.critical_workers > 0)
+            .then(|| thread_pool((cores / 4).clamp(1, 8), "cuzk-critical"))
+            .flatten();
+        SynthesisSetup { threads, critical }
     }
 
-    fn install<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
-        match &self.threads {
+    fn install<T: Send>(&self, critical: bool, f: impl FnOnce() -> T + Send) -> T {
+        let pool = if critical {
+            self.critical.as_ref().or(self.threads.as_ref())
+        } else {
+            self.threads.as_ref()
+        };
+        match pool {
             Some(t) => t.install(f),
             None => f(),
         }
     }
 }
 
+fn thread_pool(n: usize, name: &'static str) -> Option<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .thread_name(move |i| format!("{name}-{i}"))
+        .build()
+        .map_err(|e| tracing::warn!("{name} threads: {e}; using the global pool"))
+        .ok()
+}
+
 /// Partition `k` through the shape's compiled constraint system (config
 /// `engine.synthesis = "compiled"`, the default) or the old way; a compiled
 /// system that does not fit the circuit falls back to the old way.
+/// `critical`: on the CRITICAL pool ([`on_critical_pool`]).
 pub(super) fn synthesize_partition(
     setup: &SynthesisSetup,
+    critical: bool,
     config: &EngineConfig,
     r1cs: &ConstraintSystems,
     source: &dyn cuzk_circuits::PartitionSource,
@@ -75,7 +108,7 @@ pub(super) fn synthesize_partition(
     size: WitnessSize,
 ) -> Result<Synthesized, String> {
     use cuzk_circuits::CircuitError;
-    setup.install(|| {
+    setup.install(critical, || {
         if config.synthesis == SynthesisPath::Compiled {
             if let Some(cs) = r1cs.get(source, k) {
                 match source.synthesize_compiled(k, &cs) {
@@ -93,4 +126,22 @@ pub(super) fn synthesize_partition(
             .synthesize_sized(k, Some(size))
             .map_err(|e| e.to_string())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kinds::Priority;
+
+    #[test]
+    fn only_small_critical_partitions_use_the_critical_pool() {
+        let size = |constraints| WitnessSize {
+            constraints,
+            inputs: 1,
+            aux: 1,
+        };
+        assert!(on_critical_pool(Priority::Critical, &size(1 << 19)));
+        assert!(!on_critical_pool(Priority::Critical, &size(1 << 27)));
+        assert!(!on_critical_pool(Priority::High, &size(1 << 19)));
+    }
 }

@@ -18,8 +18,9 @@ use ff::Field;
 use tracing::info;
 
 use super::{end_job, Inner, PartKey, ReadyPartition, State, WorkerTask};
-use crate::budget::Reservation;
+use crate::budget::{Claim, Reservation};
 use crate::job::{Job, JobStatus};
+use crate::kinds::Priority;
 use crate::srs_manager::SrsLease;
 
 /// How long a worker waits for memory (or an SRS) before looking again at
@@ -126,7 +127,8 @@ fn synth_loop(inner: &Arc<Inner>, w: usize) {
                 info!(target: "partition", job_id = %job.id, partition = k, "queued for a prover");
                 st.ready.insert((Reverse(job.priority), job.seq, k), part);
                 inner.metrics.partitions("ready", st.ready.len());
-                inner.prove_cv.notify_one();
+                // All: a worker kept for CRITICAL work cannot take it all.
+                inner.prove_cv.notify_all();
             }
             Step::Done(_) | Step::Dropped => job.run().active -= 1,
             Step::Returned => {
@@ -158,14 +160,23 @@ fn next_synthesis(inner: &Inner, w: usize) -> Option<(Arc<Job>, usize, bool)> {
             return None;
         }
         expire_queued(&mut st, inner);
-        let pick = if st.ready.len() >= cap {
-            None
-        } else {
-            st.synth_queue
-                .iter()
-                .find(|(_, j)| j.run().wants_synthesis())
-                .map(|(key, j)| (*key, j.clone()))
-        };
+        // CRITICAL jobs pass a full ready queue (their partitions are
+        // small and go to workers kept for them); workers kept for them
+        // take nothing else.
+        let full = st.ready.len() >= cap;
+        let critical_only = w >= inner.critical_synth_from;
+        let pick = st
+            .synth_queue
+            .iter()
+            .find(|(_, j)| {
+                let takes = if j.priority == Priority::Critical {
+                    true
+                } else {
+                    !full && !critical_only
+                };
+                takes && j.run().wants_synthesis()
+            })
+            .map(|(key, j)| (*key, j.clone()));
         let Some((key, job)) = pick else {
             // Wake now and then to expire queued jobs past their deadline.
             st = inner
@@ -267,6 +278,7 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
     let synthesized = catch("synthesis", || {
         super::synthesis::synthesize_partition(
             &inner.synthesis,
+            super::synthesis::on_critical_pool(job.priority, &size),
             &inner.config,
             &inner.parts.r1cs,
             &*source,
@@ -341,6 +353,11 @@ fn reserve_partition(
     bytes: u64,
 ) -> Step<(SrsLease, Reservation)> {
     let waiter = MemWaiter::new(inner, (Reverse(job.priority), job.seq, k));
+    let claim = if job.priority == Priority::Critical {
+        Claim::Critical
+    } else {
+        Claim::Normal
+    };
     let ended = || job.is_done() || job.cancel_requested();
     // Stop waiting inside the budget too when a more urgent waiter arrives.
     let step_aside = || ended() || !waiter.first();
@@ -357,7 +374,7 @@ fn reserve_partition(
             match inner
                 .parts
                 .srs
-                .lease_with(job.proof_type, bytes, WAIT_SLICE, &step_aside)
+                .lease_with(job.proof_type, bytes, claim, WAIT_SLICE, &step_aside)
             {
                 Ok(Some((lease, reservation, load))) => {
                     job.run().srs_load += load;
@@ -412,7 +429,7 @@ fn prove_loop(inner: &Arc<Inner>, w: usize) {
                 if st.stopping {
                     return;
                 }
-                if let Some((_, part)) = st.ready.pop_first() {
+                if let Some(part) = take_ready(&mut st, inner.prover_critical[w]) {
                     st.prove_busy[w] = Some(WorkerTask {
                         job_id: part.job.id.clone(),
                         kind: part.job.kind,
@@ -456,6 +473,16 @@ fn prove_loop(inner: &Arc<Inner>, w: usize) {
             }
         }
     }
+}
+
+/// The most urgent ready partition, if this worker may take it (a worker
+/// kept for CRITICAL work takes nothing else).
+fn take_ready(st: &mut State, critical_only: bool) -> Option<ReadyPartition> {
+    let key = *st.ready.first_key_value()?.0;
+    if critical_only && key.0 .0 != Priority::Critical {
+        return None;
+    }
+    st.ready.remove(&key)
 }
 
 /// Proves a partition on the backend of device `slot`, with the SRS on

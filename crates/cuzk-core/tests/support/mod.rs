@@ -75,6 +75,9 @@ pub struct Scripted {
     pub entered: Condvar,
     /// Simulated time per prove.
     pub prove_time: Mutex<Duration>,
+    /// Jobs (markers) whose partitions stay in the prover until released.
+    pub held: Mutex<std::collections::HashSet<u8>>,
+    pub released: Condvar,
 }
 
 pub type Shared = Arc<Scripted>;
@@ -94,6 +97,22 @@ impl Scripted {
             .get(&marker)
             .copied()
             .unwrap_or(Script::Prove)
+    }
+    /// Keeps job `marker`'s partitions in the prover until [`Self::release`].
+    pub fn hold(&self, marker: u8) {
+        self.held.lock().unwrap().insert(marker);
+    }
+    pub fn release(&self, marker: u8) {
+        self.held.lock().unwrap().remove(&marker);
+        self.released.notify_all();
+    }
+    fn wait_released(&self, marker: u8) {
+        let g = self.held.lock().unwrap();
+        drop(
+            self.released
+                .wait_while(g, |h| h.contains(&marker))
+                .unwrap(),
+        );
     }
     pub fn proved(&self) -> Vec<(u8, usize)> {
         self.proved.lock().unwrap().clone()
@@ -245,6 +264,7 @@ impl ProverBackend for FakeBackend {
         self.0.entered.notify_all();
         abc_freed(0);
         self.0.prove_gate.pass();
+        self.0.wait_released(marker);
         std::thread::sleep(*self.0.prove_time.lock().unwrap());
         let _ = r;
         match self.0.get(marker) {
@@ -348,7 +368,11 @@ pub async fn wait_ready(e: &Engine, n: u32) {
 
 /// A scripted engine with a budget of `budget` bytes.
 pub fn engine_with(shared: &Shared, config: EngineConfig, budget: u64) -> Engine {
-    let budget = MemoryBudget::new(budget);
+    engine_on(shared, config, MemoryBudget::new(budget))
+}
+
+/// A scripted engine on `budget`.
+pub fn engine_on(shared: &Shared, config: EngineConfig, budget: Arc<MemoryBudget>) -> Engine {
     let loader = Arc::new(FakeLoader {
         points: 100,
         loads: Mutex::new(0),
@@ -379,6 +403,9 @@ pub fn engine(shared: &Shared, workers: usize) -> Engine {
         shared,
         EngineConfig {
             gpu_workers_per_device: workers,
+            // Queue order alone (the workers kept for CRITICAL work have
+            // their own tests).
+            critical_workers: 0,
             ..Default::default()
         },
         1 << 30,
