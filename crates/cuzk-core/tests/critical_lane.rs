@@ -22,7 +22,7 @@ const WINNING: u8 = 9;
 /// workers kept for CRITICAL work, and a budget whose normal part holds the
 /// SRS and one partition (plus a little), topped by a reserve of `reserve`.
 fn engine_for(s: &Shared, critical: usize, reserve: u64) -> Engine {
-    let (srs, part) = sizes();
+    let (srs, part) = fake_sizes();
     let normal = srs + part + part / 10;
     engine_on(
         s,
@@ -37,16 +37,16 @@ fn engine_for(s: &Shared, critical: usize, reserve: u64) -> Engine {
     )
 }
 
-/// Sizes of the scripted SRS and of one scripted partition.
-fn sizes() -> (u64, u64) {
-    let srs = FakeLoader {
-        points: 100,
-        loads: Default::default(),
+/// Waits for job `id` and asserts it completed.
+async fn completed(e: &Engine, id: &str) {
+    match e
+        .await_job(id, Some(Duration::from_secs(30)))
+        .await
+        .unwrap()
+    {
+        AwaitOutcome::Done(o) => assert_eq!(o.status, JobStatus::Completed, "{}", o.error),
+        AwaitOutcome::Timeout => panic!("job {id} did not finish"),
     }
-    .srs()
-    .bytes();
-    let (abc, rest) = fake_partition_bytes(100);
-    (srs, abc + rest)
 }
 
 /// Starts a 3-partition PoRep whose partitions stay in the prover, waits
@@ -80,14 +80,7 @@ async fn winning_behind_a_held_porep(e: &Engine, s: &Shared, wait: Duration) -> 
     };
     s.release(POREP);
     for id in [&porep.job_id, &win.job_id] {
-        match e
-            .await_job(id, Some(Duration::from_secs(30)))
-            .await
-            .unwrap()
-        {
-            AwaitOutcome::Done(o) => assert_eq!(o.status, JobStatus::Completed, "{}", o.error),
-            AwaitOutcome::Timeout => panic!("job {id} did not finish"),
-        }
+        completed(e, id).await;
     }
     early
 }
@@ -95,7 +88,7 @@ async fn winning_behind_a_held_porep(e: &Engine, s: &Shared, wait: Duration) -> 
 #[tokio::test]
 async fn winning_post_completes_while_a_porep_holds_the_workers_and_the_budget() {
     let s = shared();
-    let (srs, part) = sizes();
+    let (srs, part) = fake_sizes();
     let e = engine_for(&s, 1, srs + part);
     assert!(
         winning_behind_a_held_porep(&e, &s, Duration::from_secs(10)).await,
@@ -112,7 +105,7 @@ async fn winning_post_completes_while_a_porep_holds_the_workers_and_the_budget()
 #[tokio::test]
 async fn without_critical_workers_the_winning_post_waits() {
     let s = shared();
-    let (srs, part) = sizes();
+    let (srs, part) = fake_sizes();
     let e = engine_for(&s, 0, srs + part);
     assert!(!winning_behind_a_held_porep(&e, &s, Duration::from_millis(500)).await);
 }
@@ -152,13 +145,6 @@ async fn workers_kept_for_critical_work_take_nothing_else() {
     assert_eq!(busy, 1, "the critical worker stayed idle");
     s.release(POREP);
     for id in [&first.job_id, &second.job_id] {
-        match e
-            .await_job(id, Some(Duration::from_secs(30)))
-            .await
-            .unwrap()
-        {
-            AwaitOutcome::Done(o) => assert_eq!(o.status, JobStatus::Completed),
-            AwaitOutcome::Timeout => panic!("job {id} did not finish"),
-        }
+        completed(&e, id).await;
     }
 }

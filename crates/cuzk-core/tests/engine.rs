@@ -181,18 +181,6 @@ async fn budget_is_never_exceeded_and_two_partitions_fit() {
     assert_eq!(s.proved().len(), 12);
 }
 
-/// Sizes of the scripted SRS and of one scripted partition.
-fn fake_sizes() -> (u64, u64) {
-    let srs = FakeLoader {
-        points: 100,
-        loads: Default::default(),
-    }
-    .srs()
-    .bytes();
-    let (abc, rest) = fake_partition_bytes(100);
-    (srs, abc + rest)
-}
-
 #[tokio::test]
 async fn partitions_never_crowd_out_the_srs_they_need() {
     // Three partitions fit, but not three and the SRS: were partitions

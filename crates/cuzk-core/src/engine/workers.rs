@@ -160,9 +160,9 @@ fn next_synthesis(inner: &Inner, w: usize) -> Option<(Arc<Job>, usize, bool)> {
             return None;
         }
         expire_queued(&mut st, inner);
-        // CRITICAL jobs pass a full ready queue (their partitions are
-        // small and go to workers kept for them); workers kept for them
-        // take nothing else.
+        // CRITICAL jobs pass a full ready queue (the memory budget still
+        // bounds them; workers kept for them take them at once); workers
+        // kept for CRITICAL work take nothing else.
         let full = st.ready.len() >= cap;
         let critical_only = w >= inner.critical_synth_from;
         let pick = st

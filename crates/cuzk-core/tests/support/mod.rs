@@ -307,6 +307,18 @@ pub fn fake_partition_bytes(points: usize) -> (u64, u64) {
     (b.abc, b.rest)
 }
 
+/// Sizes of the scripted SRS and of one scripted partition.
+pub fn fake_sizes() -> (u64, u64) {
+    let srs = FakeLoader {
+        points: 100,
+        loads: Default::default(),
+    }
+    .srs()
+    .bytes();
+    let (abc, rest) = fake_partition_bytes(100);
+    (srs, abc + rest)
+}
+
 pub fn fake_counts(points: usize) -> SectionCounts {
     SectionCounts {
         h: 1023,
