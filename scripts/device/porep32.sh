@@ -11,10 +11,12 @@
 # PoRep file fits the machine's 64 GiB disk; SnapDeals' and WindowPoSt's do
 # not fit beside it), starts the daemon on them and runs, each verified by
 # the client with filecoin-proofs' verifier:
-#   first:     1 PoRep (records the constraint system, loads the SRS);
-#   isolated:  3 PoReps one at a time;
+#   first:     1 PoRep (loads the SRS and the recorded constraint system);
+#   isolated:  2 PoReps one at a time;
 #   pipelined: 4 PoReps submitted at once;
-#   winning:   PoReps and WinningPoSts mixed, 4 in flight.
+#   winning:   PoReps (NORMAL) and WinningPoSts (CRITICAL) mixed, 4 in
+#              flight (with a, b and c on the GPU only);
+# once per daemon configuration ($CONFIGS, below).
 # nvidia-smi samples GPU use and memory every 250 ms into smi-*.csv; the
 # daemon's GetStatus (busy seconds per device) is written after each run.
 # It takes longer than one device call: start it with setsid in the
@@ -43,6 +45,8 @@ sample() {
   SMI=$!
 }
 
+# SKIP_PREP=1: inputs, parameters and the recording are there already.
+if [ -z "${SKIP_PREP:-}" ]; then
 step fixtures
 $TIME "$B" gen-fixtures --sector-size 32GiB --inputs-only > "$L/fixtures.log" 2>&1
 # The PoRep's constraint system recorded (one thread) while the
@@ -59,12 +63,20 @@ $TIME "$B" gen-params --kind porep --sector-size 32GiB > "$L/params-porep.log" 2
 wait "$REC"
 step "recorded: $(grep -o 'wall_ms[^,]*' "$L/record.log" | head -1)"
 df -h / | tail -1 >> "$L/machine.txt"
+fi
 
-cat > "$L/cuzk.toml" <<EOF
+# One daemon per configuration of $CONFIGS (default "device host"):
+# `device` evaluates a, b and c on the GPU from the resident constraint
+# matrices (gpus.abc_on_device = true, the default), `host` during
+# synthesis on the host (false, the path before); same runs otherwise,
+# side by side in one call sequence.
+daemon_runs() {
+  local cfg=$1 abc=$2 runs=$3 run args
+  cat > "$L/cuzk-$cfg.toml" <<EOF
 [daemon]
 listen = "$ADDR"
 journal = false
-log = "warn,partition=info,cuzk_core=info"
+log = "warn,partition=info,cuzk_core=info,cuzk_cuda=info"
 [engine]
 partition_workers = 2
 gpu_workers_per_device = 2
@@ -74,30 +86,44 @@ synthesis = "compiled"
 cache_dir = "$P"
 [gpus]
 backend = "cuda"
+abc_on_device = $abc
 EOF
-step daemon-start
-$TIME "$D" --config "$L/cuzk.toml" > "$L/daemon.log" 2>&1 &
-DAEMON=$!
-for _ in $(seq 60); do
-  "$B" status --addr "http://$ADDR" > /dev/null 2>&1 && break
-  sleep 1
-done
+  step "$cfg daemon-start"
+  $TIME "$D" --config "$L/cuzk-$cfg.toml" > "$L/daemon-$cfg.log" 2>&1 &
+  DAEMON=$!
+  for _ in $(seq 60); do
+    "$B" status --addr "http://$ADDR" > /dev/null 2>&1 && break
+    sleep 1
+  done
+  for run in $runs; do
+    case $run in
+      first) args=(--mix porep --jobs 1 --concurrency 1) ;;
+      isolated) args=(--mix porep --jobs 2 --concurrency 1) ;;
+      pipelined) args=(--mix porep --jobs 4 --concurrency 4) ;;
+      winning) args=(--mix porep,winning-post --jobs 8 --concurrency 4 --seed 7) ;;
+    esac
+    step "$cfg $run"
+    sample "$cfg-$run"
+    "$LAB" stress --addr "http://$ADDR" --sector-size 32GiB --verbose \
+      --priority porep=normal,winning-post=critical "${args[@]}" > "$L/$cfg-$run.log" 2>&1
+    kill "$SMI" 2>/dev/null
+    "$B" status --addr "http://$ADDR" > "$L/status-$cfg-$run.txt" 2>&1
+    step "$cfg $run done: $(tail -1 "$L/$cfg-$run.log")"
+  done
+  # $DAEMON is /usr/bin/time's pid: signal the daemon itself, then let
+  # time report its peak RSS.
+  pkill -TERM -x cuzk-daemon
+  while pgrep -x cuzk-daemon > /dev/null; do sleep 1; done
+  wait "$DAEMON"
+  step "$cfg daemon stopped: $(grep -o 'Maximum resident set size.*' "$L/daemon-$cfg.log")"
+}
 
-for run in first isolated pipelined winning; do
-  case $run in
-    first) args=(--mix porep --jobs 1 --concurrency 1) ;;
-    isolated) args=(--mix porep --jobs 3 --concurrency 1) ;;
-    pipelined) args=(--mix porep --jobs 4 --concurrency 4) ;;
-    winning) args=(--mix porep,winning-post --jobs 8 --concurrency 4 --seed 7) ;;
+for cfg in ${CONFIGS:-device host}; do
+  case $cfg in
+    device) daemon_runs device true "first isolated pipelined winning" ;;
+    host) daemon_runs host false "first isolated pipelined" ;;
+    device-again) daemon_runs device2 true "first isolated pipelined" ;;
   esac
-  step "$run"
-  sample "$run"
-  "$LAB" stress --addr "http://$ADDR" --sector-size 32GiB --verbose "${args[@]}" > "$L/$run.log" 2>&1
-  kill "$SMI" 2>/dev/null
-  "$B" status --addr "http://$ADDR" > "$L/status-$run.txt" 2>&1
-  step "$run done: $(tail -1 "$L/$run.log")"
 done
-kill -TERM "$DAEMON"
-wait "$DAEMON"
 step done
 touch "$L/DONE"

@@ -22,7 +22,9 @@ mod snap;
 use bellperson::{Circuit as _, SynthesisError};
 use blstrs::Scalar;
 use cuzk_prover::check::{check_satisfied, CircuitCheck};
-use cuzk_prover::{SynthError, Synthesized, WitnessSize};
+use std::sync::Arc;
+
+use cuzk_prover::{AbcAt, SynthError, Synthesized, WitnessSize};
 use cuzk_r1cs::{AssignmentCs, CompiledCs, CompiledSynthError};
 
 pub use porep::porep_source;
@@ -74,7 +76,14 @@ pub trait PartitionSource: Send + Sync {
     /// Synthesizes partition `k` through the compiled system `cs` of this
     /// shape: the same witness as [`PartitionSource::synthesize`], without
     /// building linear combinations.
-    fn synthesize_compiled(&self, k: usize, cs: &CompiledCs) -> Result<Synthesized, CircuitError>;
+    /// `at`: whether a, b and c are evaluated here or left to the prover
+    /// backend (the witness then carries `cs`).
+    fn synthesize_compiled(
+        &self,
+        k: usize,
+        cs: &Arc<CompiledCs>,
+        at: AbcAt,
+    ) -> Result<Synthesized, CircuitError>;
 
     /// Synthesizes partition `k` (and checks it is satisfied).
     fn synthesize(&self, k: usize) -> Result<Synthesized, CircuitError> {
@@ -129,12 +138,17 @@ impl<T: Circuits> PartitionSource for T {
             .map_err(|e| CircuitError::Record(e.to_string()))
     }
 
-    fn synthesize_compiled(&self, k: usize, cs: &CompiledCs) -> Result<Synthesized, CircuitError> {
+    fn synthesize_compiled(
+        &self,
+        k: usize,
+        cs: &Arc<CompiledCs>,
+        at: AbcAt,
+    ) -> Result<Synthesized, CircuitError> {
         let circuit = match self.assigns_natively() {
             true if k < self.count() => None,
             _ => Some(self.partition_circuit(k)?),
         };
-        cuzk_r1cs::synthesize_compiled_with(cs, |asg| match circuit {
+        cuzk_r1cs::synthesize_compiled_at(cs, at, |asg| match circuit {
             Some(circuit) => circuit.synthesize(asg),
             None => self
                 .assign(k, asg)

@@ -139,6 +139,17 @@ impl ConstraintSystems {
         })
     }
 
+    /// Whether `shape`'s system is resident now (a slot being recorded is
+    /// not waited for: it counts as not resident).
+    pub fn is_resident(&self, shape: &str) -> bool {
+        let slot = self.slot(shape);
+        let resident = match slot.try_lock() {
+            Ok(g) => matches!(*g, Some(Some(_))),
+            Err(_) => false,
+        };
+        resident
+    }
+
     /// Every resident system.
     pub fn entries(&self) -> Vec<ConstraintSystemEntry> {
         let slots: Vec<(String, Slot)> = {

@@ -4,12 +4,14 @@
 //! file round-trips, and a corrupted, truncated or foreign file or an
 //! assignment of another shape is refused.
 
+use std::sync::Arc;
+
 use blstrs::Scalar;
 use cuzk_core::params::param_files;
 use cuzk_core::prover::partition_source;
 use cuzk_core::ProofKind;
 use cuzk_prover::srs::{ParamsFile, SubgroupCheck};
-use cuzk_prover::{CpuBackend, ProverBackend};
+use cuzk_prover::{AbcAt, CpuBackend, ProverBackend};
 use cuzk_r1cs::file::{load, path_for, save};
 use ff::Field;
 
@@ -43,13 +45,16 @@ fn refused<T>(r: Result<T, cuzk_circuits::CircuitError>) -> String {
 fn compiled_witnesses_equal_todays_for_every_kind_and_partition() {
     for kind in KINDS {
         let (_, src) = source(kind);
-        let cs = src.record(0).unwrap();
+        let cs = Arc::new(src.record(0).unwrap());
         let stats = cs.stats();
         eprintln!("{kind}: {stats:?}");
         assert!(stats.instances >= stats.segments);
         for k in 0..src.partitions() {
             let old = src.synthesize(k).unwrap().witness;
-            let new = src.synthesize_compiled(k, &cs).unwrap().witness;
+            let new = src
+                .synthesize_compiled(k, &cs, AbcAt::Synthesis)
+                .unwrap()
+                .witness;
             assert_eq!(
                 new.num_constraints(),
                 old.num_constraints(),
@@ -70,17 +75,48 @@ fn compiled_and_todays_witnesses_prove_to_the_same_bytes() {
         .unwrap()
         .decode(SubgroupCheck::None)
         .unwrap();
-    let cs = src.record(0).unwrap();
+    let cs = Arc::new(src.record(0).unwrap());
     let (r, s) = (vec![Scalar::from(7u64)], vec![Scalar::from(11u64)]);
     let mut old = vec![src.synthesize(0).unwrap().witness];
-    let mut new = vec![src.synthesize_compiled(0, &cs).unwrap().witness];
-    let (a, _) = CpuBackend
-        .prove(&mut old, &srs.as_srs_ref(), &r, &s)
+    let mut new = vec![
+        src.synthesize_compiled(0, &cs, AbcAt::Synthesis)
+            .unwrap()
+            .witness,
+    ];
+    // a, b and c left to the backend: the witness carries the matrices.
+    let mut deferred = vec![
+        src.synthesize_compiled(0, &cs, AbcAt::Backend)
+            .unwrap()
+            .witness,
+    ];
+    assert!(deferred[0].abc_deferred() && deferred[0].a.is_empty());
+    assert_eq!(deferred[0].num_constraints(), old[0].num_constraints());
+    let prove =
+        |w: &mut Vec<_>| CpuBackend.prove(w, &srs.as_srs_ref(), &r, &s).unwrap().0[0].to_bytes();
+    let a = prove(&mut old);
+    assert_eq!(a, prove(&mut new));
+    assert_eq!(a, prove(&mut deferred));
+}
+
+#[test]
+fn a_deferred_unsatisfied_witness_is_refused_by_the_backend() {
+    let (req, src) = source(ProofKind::WinningPost);
+    let srs = ParamsFile::open(&param_files(req.proof_type).unwrap().params)
+        .unwrap()
+        .decode(SubgroupCheck::None)
         .unwrap();
-    let (b, _) = CpuBackend
-        .prove(&mut new, &srs.as_srs_ref(), &r, &s)
-        .unwrap();
-    assert_eq!(a[0].to_bytes(), b[0].to_bytes());
+    let cs = Arc::new(src.record(0).unwrap());
+    let mut w = vec![
+        src.synthesize_compiled(0, &cs, AbcAt::Backend)
+            .unwrap()
+            .witness,
+    ];
+    w[0].aux[3] += Scalar::ONE;
+    let one = vec![Scalar::ONE];
+    let e = CpuBackend
+        .prove(&mut w, &srs.as_srs_ref(), &one, &one)
+        .unwrap_err();
+    assert!(e.to_string().contains("not satisfied"), "{e}");
 }
 
 #[test]
@@ -126,8 +162,8 @@ fn the_file_round_trips_and_bad_files_are_refused() {
 fn another_shapes_assignment_is_refused() {
     let (_, winning) = source(ProofKind::WinningPost);
     let (_, window) = source(ProofKind::WindowPost);
-    let cs = window.record(0).unwrap();
-    let e = refused(winning.synthesize_compiled(0, &cs));
+    let cs = Arc::new(window.record(0).unwrap());
+    let e = refused(winning.synthesize_compiled(0, &cs, AbcAt::Synthesis));
     assert!(e.contains("does not fit"), "{e}");
 }
 
@@ -139,6 +175,7 @@ fn a_wrong_assignment_is_not_a_witness() {
     let mut cs = src.record(0).unwrap();
     let i = cs.coeffs.iter().position(|c| *c == Scalar::ONE).unwrap();
     cs.coeffs[i] = Scalar::ONE.double();
-    let e = refused(src.synthesize_compiled(0, &cs));
+    let cs = Arc::new(cs);
+    let e = refused(src.synthesize_compiled(0, &cs, AbcAt::Synthesis));
     assert!(e.contains("not satisfied"), "{e}");
 }

@@ -702,3 +702,4 @@ RustError cuzk_cuda_take_shape(cuzk_cuda_ctx* ctx, size_t* zeros, size_t* ones,
 } // extern "C"
 
 #include "h_stage.cuh"
+#include "abc_eval.cuh"

@@ -1,7 +1,10 @@
 //! [`CudaBackend`]: the [`ProverBackend`] over one CUDA device.
 //!
-//! Per partition: a, b, c are uploaded and turned into H coefficients on the
-//! device (then given back on the host and reported through `abc_freed`);
+//! Per partition: a, b, c are uploaded, or evaluated on the device from the
+//! circuit's constraint matrices kept there when synthesis left them to the
+//! backend ([`ProverBackend::evaluates_abc`], `gpus.abc_on_device`,
+//! `matrices.rs`), and turned into H coefficients on the device (host
+//! vectors then given back and reported through `abc_freed`);
 //! the H, L, A-aux, B_G1-aux and B_G2-aux MSMs run on the GPU against the
 //! SRS points on the device, when the engine's SRS manager had them
 //! prepared there ([`ProverBackend::prepare_srs`], `device_srs.rs`), or
@@ -36,6 +39,10 @@ pub struct CudaBackend {
     placement: SrsPlacement,
     /// Device bytes each partition leaves free when choosing its tier.
     vram_margin: u64,
+    /// `gpus.vram_limit` (None: the card).
+    vram_limit: Option<u64>,
+    /// `gpus.abc_on_device`.
+    abc_on_device: bool,
     /// Partitions per staging tier, fallbacks and waits, since start.
     counters: std::sync::Arc<Counters>,
     #[cfg(feature = "cuda")]
@@ -62,12 +69,13 @@ impl CudaBackend {
     /// discipline and `[gpus.tuning]` (which, like `vram_limit`, applies to
     /// the device, so to every backend on it).
     pub fn from_config(device: usize, gpus: &GpusConfig) -> Result<CudaBackend, CudaError> {
-        CudaBackend::with_placement(device, gpus.srs_on_device)?
-            .with_memory(
-                gpus.vram_limit.map(|l| l.as_u64()),
-                gpus.vram_safety_margin.as_u64(),
-            )?
-            .with_tuning(&gpus.tuning)
+        let mut b = CudaBackend::with_placement(device, gpus.srs_on_device)?;
+        b.abc_on_device = gpus.abc_on_device;
+        b.with_memory(
+            gpus.vram_limit.map(|l| l.as_u64()),
+            gpus.vram_safety_margin.as_u64(),
+        )?
+        .with_tuning(&gpus.tuning)
     }
 
     /// A backend on `device` with the SRS placed as `placement` says.
@@ -85,6 +93,8 @@ impl CudaBackend {
                 device,
                 placement,
                 vram_margin: DEFAULT_VRAM_MARGIN,
+                vram_limit: None,
+                abc_on_device: true,
                 counters: Default::default(),
                 dev: shared_device(device)?,
             })
@@ -103,6 +113,7 @@ impl CudaBackend {
     /// (`gpus.vram_safety_margin`).
     pub fn with_memory(mut self, vram_limit: Option<u64>, margin: u64) -> Result<Self, CudaError> {
         self.vram_margin = margin;
+        self.vram_limit = vram_limit;
         #[cfg(feature = "cuda")]
         {
             let limit = vram_limit.unwrap_or(0);
@@ -301,6 +312,28 @@ impl ProverBackend for CudaBackend {
             abc: 3 * 32 * n,
             rest: 32 * (aux + inputs) + (2 * aux + inputs) / 8 + 64 + 32 * aux,
         }
+    }
+
+    /// With `gpus.abc_on_device`, when the card (or `gpus.vram_limit`)
+    /// can hold the a-only staging tier with a, b and c evaluated on it:
+    /// two domain-sized vectors and aux, plus the margin. The MSM scratch
+    /// and a resident SRS are not counted here; a partition that finds
+    /// too little room waits for memory as at any tier.
+    fn evaluates_abc(&self, size: &WitnessSize) -> bool {
+        if !self.abc_on_device {
+            return false;
+        }
+        let total = match self.vram_limit {
+            Some(l) => l,
+            None => match self.memory() {
+                Ok((_, total)) => total,
+                Err(_) => return false,
+            },
+        };
+        let need = crate::StagingTier::AOnly
+            .need_with(size.constraints, size.aux, 0, true)
+            .saturating_add(self.vram_margin);
+        need <= total
     }
 
     fn prepare_srs(

@@ -32,6 +32,13 @@ pub struct GpusConfig {
     /// Device memory each partition leaves free when it chooses how much of
     /// its witness to stage on the GPU.
     pub vram_safety_margin: ByteSize,
+    /// Evaluate a, b and c on the GPU from the circuit's constraint
+    /// matrices kept there (a few hundred MB per circuit shape), so each
+    /// partition uploads and keeps in host memory only its assignment;
+    /// `false`: synthesis evaluates them on the host and they are copied.
+    /// Applies when the card can hold two domain-sized vectors beside the
+    /// assignment.
+    pub abc_on_device: bool,
     /// `[gpus.tuning]`.
     pub tuning: GpuTuning,
 }
@@ -44,6 +51,7 @@ impl Default for GpusConfig {
             srs_on_device: SrsPlacement::default(),
             vram_limit: None,
             vram_safety_margin: ByteSize::b(DEFAULT_VRAM_MARGIN),
+            abc_on_device: true,
             tuning: GpuTuning::default(),
         }
     }

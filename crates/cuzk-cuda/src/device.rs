@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use crate::backend::Timeline;
 use crate::ffi::Ctx;
+use crate::matrices::MatricesCache;
 use crate::CudaError;
 
 pub(crate) struct Device {
@@ -44,6 +45,8 @@ pub(crate) struct Device {
     /// `device_srs::OnDevice`), apart from the device lock (lock order: the
     /// device lock, then this).
     srs: Mutex<Option<u64>>,
+    /// Constraint matrices on the device, by circuit shape.
+    pub(crate) matrices: MatricesCache,
     owner: Mutex<Ctx>,
 }
 
@@ -74,6 +77,7 @@ impl Device {
             ended: Condvar::new(),
             squeeze: AtomicBool::new(false),
             srs: Mutex::new(None),
+            matrices: MatricesCache::default(),
             owner: Mutex::new(Ctx::new(device)?),
         })
     }

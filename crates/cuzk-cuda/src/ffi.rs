@@ -187,7 +187,7 @@ extern "C" {
 /// negated `cudaErrorMemoryAllocation`).
 const OOM: i32 = -2;
 
-fn check(e: sppark::Error) -> Result<(), CudaError> {
+pub(crate) fn check(e: sppark::Error) -> Result<(), CudaError> {
     match e.code {
         0 => Ok(()),
         OOM => Err(CudaError::OutOfMemory(String::from(&e))),
@@ -310,6 +310,11 @@ impl Ctx {
         NonNull::new(raw)
             .map(|raw| Ctx { raw })
             .ok_or_else(|| CudaError::Cuda("no context returned".into()))
+    }
+
+    /// The C context, for the other modules' `extern "C"` calls.
+    pub(crate) fn raw(&mut self) -> *mut RawCtx {
+        self.raw.as_ptr()
     }
 
     /// Frees the device buffers (allocated again when next needed).

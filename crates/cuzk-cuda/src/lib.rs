@@ -29,6 +29,8 @@ mod device_srs;
 mod ffi;
 #[cfg(all(feature = "cuda", feature = "lab"))]
 pub mod lab;
+#[cfg(feature = "cuda")]
+mod matrices;
 pub mod metrics;
 pub mod staging;
 

@@ -20,6 +20,11 @@
 //! Below the top tier the A and B scalars are also picked on the host and
 //! uploaded over aux, so the MSM stage holds one vector, not two.
 //!
+//! A partition whose a, b and c are evaluated on the device
+//! ([`StagingTier::need_with`]) has aux there during the H stage too, and
+//! no [`StagingTier::None`]: H on the host would need a, b and c on the
+//! host, which its reservation does not hold; its lowest tier is a-only.
+//!
 //! When an allocation fails anyway (another process took the memory, or the
 //! test hook), the partition drops to the next tier and tries again; the
 //! context stays usable.
@@ -89,13 +94,63 @@ impl StagingTier {
     }
 }
 
+impl StagingTier {
+    /// As [`StagingTier::need`] for a partition whose a, b and c are
+    /// evaluated on the device (`abc_on_device`): aux is on the device
+    /// during the H stage too, and there is no [`StagingTier::None`] (H
+    /// on the host would need a, b and c there): its need is `u64::MAX`.
+    pub fn need_with(self, n: usize, aux: usize, msm_temp: u64, abc_on_device: bool) -> u64 {
+        if !abc_on_device {
+            return self.need(n, aux, msm_temp);
+        }
+        let (n64, aux64) = (n as u64, aux as u64);
+        match self {
+            StagingTier::All => self.need(n, aux, msm_temp),
+            StagingTier::AOnly => 2 * n64 * FR + aux64 * FR + aux64 / 8 + msm_temp,
+            StagingTier::None => u64::MAX,
+        }
+    }
+
+    /// The lowest tier for such a partition.
+    pub fn lowest(abc_on_device: bool) -> StagingTier {
+        if abc_on_device {
+            StagingTier::AOnly
+        } else {
+            StagingTier::None
+        }
+    }
+
+    /// The tier to fall back to, if any, for such a partition.
+    pub fn lower_with(self, abc_on_device: bool) -> Option<StagingTier> {
+        self.lower()
+            .filter(|t| *t != StagingTier::None || !abc_on_device)
+    }
+}
+
 /// The first tier whose need plus `margin` fits in `room` bytes;
 /// [`StagingTier::None`] when none does (it is then tried anyway).
 pub fn choose(room: u64, margin: u64, n: usize, aux: usize, msm_temp: u64) -> StagingTier {
+    choose_with(room, margin, n, aux, msm_temp, false)
+}
+
+/// As [`choose`], for a partition whose a, b and c are evaluated on the
+/// device when `abc_on_device` (the lowest tier is then the a-only one).
+pub fn choose_with(
+    room: u64,
+    margin: u64,
+    n: usize,
+    aux: usize,
+    msm_temp: u64,
+    abc_on_device: bool,
+) -> StagingTier {
     StagingTier::ORDER
         .into_iter()
-        .find(|t| t.need(n, aux, msm_temp).saturating_add(margin) <= room)
-        .unwrap_or(StagingTier::None)
+        .find(|t| {
+            t.need_with(n, aux, msm_temp, abc_on_device)
+                .saturating_add(margin)
+                <= room
+        })
+        .unwrap_or(StagingTier::lowest(abc_on_device))
 }
 
 #[cfg(test)]
@@ -154,6 +209,30 @@ mod tests {
         // Wider MSM windows (more scratch) push the same room down a tier.
         let room = need(StagingTier::All) + margin;
         assert_eq!(choose(room, margin, n, aux, temp + GIB), StagingTier::AOnly);
+    }
+
+    #[test]
+    fn with_abc_on_the_device_the_a_only_tier_is_the_lowest() {
+        let n = 1usize << 27;
+        let (aux, temp, margin) = (n - 80, 24 * GIB, 512 << 20);
+        let need = |t: StagingTier| t.need_with(n, aux, temp, true);
+        // aux is on the device during the H stage: a-only needs more.
+        assert!(need(StagingTier::AOnly) > StagingTier::AOnly.need(n, aux, temp));
+        assert_eq!(need(StagingTier::All), StagingTier::All.need(n, aux, temp));
+        assert!(need(StagingTier::All) > need(StagingTier::AOnly));
+        let choose = |room| choose_with(room, margin, n, aux, temp, true);
+        assert_eq!(choose(need(StagingTier::All) + margin), StagingTier::All);
+        assert_eq!(
+            choose(need(StagingTier::AOnly) + margin),
+            StagingTier::AOnly
+        );
+        assert_eq!(choose(GIB), StagingTier::AOnly);
+        assert_eq!(StagingTier::AOnly.lower_with(true), None);
+        assert_eq!(StagingTier::All.lower_with(true), Some(StagingTier::AOnly));
+        assert_eq!(
+            StagingTier::AOnly.lower_with(false),
+            Some(StagingTier::None)
+        );
     }
 
     #[test]

@@ -146,8 +146,10 @@ fn synthetic_8mib_compiled_witnesses_equal_todays() {
             .validate_without_params(u64::MAX)
             .expect("a valid request");
         let source = partition_source(&req).expect("circuits");
-        let cs = source.record(k).expect("recording");
-        let compiled = source.synthesize_compiled(k, &cs).expect("compiled");
+        let cs = std::sync::Arc::new(source.record(k).expect("recording"));
+        let compiled = source
+            .synthesize_compiled(k, &cs, cuzk_prover::AbcAt::Synthesis)
+            .expect("compiled");
         let today = source.synthesize(k).expect("today's path");
         assert_eq!(
             compiled.witness.num_constraints(),

@@ -93,6 +93,11 @@ enum Command {
         /// `engine.gpu_workers_per_device` of the in-process daemon.
         #[arg(long)]
         gpu_workers: Option<usize>,
+        /// Submit every job of a kind at one priority instead of a drawn
+        /// one: `kind=level`, comma-separated (e.g.
+        /// `winning-post=critical,porep=normal`).
+        #[arg(long, value_delimiter = ',', value_parser = stress::parse_priority)]
+        priority: Vec<(ProofKind, i32)>,
         #[command(flatten)]
         fixtures: FixtureArgs,
     },
@@ -264,6 +269,7 @@ fn main() -> Result<()> {
             backend,
             vram_limit,
             gpu_workers,
+            priority,
             fixtures,
         } => {
             let ok = runtime.block_on(stress::run(stress::Options {
@@ -278,6 +284,7 @@ fn main() -> Result<()> {
                 backend,
                 vram_limit,
                 gpu_workers,
+                priorities: priority,
             }))?;
             if !ok {
                 std::process::exit(1);

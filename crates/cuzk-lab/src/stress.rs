@@ -65,6 +65,9 @@ pub struct Options {
     pub vram_limit: Option<bytesize::ByteSize>,
     /// The in-process daemon's `engine.gpu_workers_per_device` (None: its default).
     pub gpu_workers: Option<usize>,
+    /// Kinds submitted at a fixed priority (1 LOW .. 4 CRITICAL) instead
+    /// of a drawn one.
+    pub priorities: Vec<(ProofKind, i32)>,
 }
 
 /// One planned request.
@@ -157,7 +160,8 @@ pub async fn run(opts: Options) -> Result<bool> {
     }
     let seed = opts.seed.unwrap_or_else(rand::random);
     let run_id = run_id();
-    let plans = plan(opts.jobs, &mix, seed, &run_id);
+    let mut plans = plan(opts.jobs, &mix, seed, &run_id);
+    fix_priorities(&mut plans, &opts.priorities);
 
     // Fixtures, and the daemon when none is given.
     let sel = opts.fixtures.clone();
@@ -262,6 +266,28 @@ fn plan(jobs: usize, mix: &[ProofKind], seed: u64, run_id: &str) -> Vec<Plan> {
             probe: index % PROBE_EVERY == 0,
         })
         .collect()
+}
+
+/// Sets the priority of every job of a kind in `fixed` (drawn ones are
+/// drawn all the same, so a seed plans the same kinds either way).
+fn fix_priorities(plans: &mut [Plan], fixed: &[(ProofKind, i32)]) {
+    for p in plans {
+        if let Some((_, level)) = fixed.iter().find(|(k, _)| *k == p.kind) {
+            p.priority = *level;
+        }
+    }
+}
+
+/// `kind=level` (level: low, normal, high or critical) for `--priority`.
+pub fn parse_priority(s: &str) -> Result<(ProofKind, i32), String> {
+    let (kind, level) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: use kind=level, e.g. winning-post=critical"))?;
+    let kind = ProofKind::parse(kind).ok_or_else(|| format!("unknown kind {kind:?}"))?;
+    let level = (1..=4)
+        .find(|p| priority_name(*p) == level.to_ascii_lowercase())
+        .ok_or_else(|| format!("unknown priority {level:?}: use low, normal, high or critical"))?;
+    Ok((kind, level))
 }
 
 fn priority_name(p: i32) -> &'static str {
@@ -684,6 +710,27 @@ mod tests {
             b.iter().map(|p| (p.kind, p.priority)).collect::<Vec<_>>()
         );
         assert_eq!(a.iter().filter(|p| p.probe).count(), 2);
+    }
+
+    #[test]
+    fn fixed_priorities_keep_the_planned_kinds() {
+        let mix = ProofKind::ALL;
+        let drawn = plan(12, &mix, 5, "x");
+        let mut fixed = drawn.clone();
+        let winning = parse_priority("winning-post=critical").unwrap();
+        fix_priorities(&mut fixed, &[winning, parse_priority("porep=LOW").unwrap()]);
+        for (d, f) in drawn.iter().zip(&fixed) {
+            assert_eq!(d.kind, f.kind);
+            let want = match f.kind {
+                ProofKind::WinningPost => 4,
+                ProofKind::PoRep => 1,
+                _ => d.priority,
+            };
+            assert_eq!(f.priority, want, "{:?}", f.kind);
+        }
+        assert!(parse_priority("porep").is_err());
+        assert!(parse_priority("porep=urgent").is_err());
+        assert!(parse_priority("nope=low").is_err());
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use blstrs::Scalar;
 use cuzk_core::ProofKind;
-use cuzk_prover::PartitionWitness;
+use cuzk_prover::{AbcAt, PartitionWitness};
 use ff::Field;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -109,7 +109,7 @@ pub fn run_child(path: &str, kind: ProofKind, sel: &Selection, k: usize) -> Resu
         let cs = cuzk_r1cs::load(&file, &key)?;
         load_ms = t.elapsed().as_millis() as u64;
         matrix_bytes = cs.bytes();
-        compiled = Some(cs);
+        compiled = Some(std::sync::Arc::new(cs));
     }
     if compiled.is_some() {
         // As the engine does: vectors of a proved partition go to the next.
@@ -122,7 +122,7 @@ pub fn run_child(path: &str, kind: ProofKind, sel: &Selection, k: usize) -> Resu
         let (t, cpu) = (Instant::now(), cpu_seconds());
         let witness = match (path, &compiled) {
             ("baseline", _) => src.synthesize(k)?.witness,
-            ("compiled", Some(cs)) => src.synthesize_compiled(k, cs)?.witness,
+            ("compiled", Some(cs)) => src.synthesize_compiled(k, cs, AbcAt::Synthesis)?.witness,
             _ => bail!("unknown synth-bench path {path}"),
         };
         let (core_s, wall_ms) = (cpu_seconds() - cpu, t.elapsed().as_millis() as u64);

@@ -227,6 +227,15 @@ pub trait ProverBackend: Send + Sync {
     /// its memory budget before synthesizing one.
     fn host_bytes(&self, size: &WitnessSize) -> HostBytes;
 
+    /// Whether this backend evaluates a, b and c of partitions of `size`
+    /// itself, from the constraint matrices the witness points to
+    /// ([`crate::AbcAt::Backend`]; host memory then holds only the
+    /// assignment). By default it does not: synthesis evaluates them.
+    fn evaluates_abc(&self, size: &WitnessSize) -> bool {
+        let _ = size;
+        false
+    }
+
     /// Makes `srs` ready on this backend's device for partitions of `size`
     /// (for instance its points uploaded to device memory). The engine's
     /// SRS manager calls it and keeps a [`SrsPreparation::Ready`] result in

@@ -25,6 +25,9 @@ impl CpuBackend {
         stats: &mut ProveStats,
         abc_freed: &mut dyn FnMut(),
     ) -> Result<MsmResults, ProverError> {
+        // A witness left for the backend to evaluate (this backend never
+        // asks for one, but takes it).
+        w.evaluate_abc()?;
         let domain = Domain::for_len(w.a.len()).map_err(|e| ProverError::Input(e.to_string()))?;
         check_srs(w, srs, domain.size())?;
 

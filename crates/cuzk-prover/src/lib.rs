@@ -14,6 +14,7 @@ pub mod backend;
 pub mod check;
 pub mod cpu;
 pub mod density;
+pub mod matrices;
 pub mod msm;
 pub mod ntt;
 pub mod pool;
@@ -28,6 +29,7 @@ pub use backend::{
 };
 pub use cpu::CpuBackend;
 pub use density::Density;
+pub use matrices::{AbcAt, ConstraintMatrices, FlatChunk, FlatMatrices, MatricesRef};
 pub use proof::{Proof, PROOF_BYTES};
 pub use synth::{
     synthesize, synthesize_sized, PartitionWitness, SynthError, Synthesized, WitnessSize,

@@ -19,6 +19,7 @@ use ff::Field;
 use rayon::prelude::*;
 
 use crate::density::Density;
+use crate::matrices::MatricesRef;
 
 /// One partition's witness: what the prover backend consumes.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -39,6 +40,9 @@ pub struct PartitionWitness {
     pub b_input_density: Density,
     /// Aux variables occurring in some B combination.
     pub b_aux_density: Density,
+    /// Set when a, b and c were left to the backend ([`crate::AbcAt::Backend`]):
+    /// they are empty and these matrices give them.
+    pub matrices: Option<MatricesRef>,
 }
 
 impl PartitionWitness {
@@ -51,9 +55,29 @@ impl PartitionWitness {
         }
     }
 
-    /// Number of constraints (length of a, b, c).
+    /// Number of constraints (length of a, b, c, evaluated or not).
     pub fn num_constraints(&self) -> usize {
-        self.a.len()
+        match &self.matrices {
+            Some(m) if self.a.is_empty() => m.constraints(),
+            _ => self.a.len(),
+        }
+    }
+
+    /// Whether a, b and c are still to be evaluated from the matrices.
+    pub fn abc_deferred(&self) -> bool {
+        self.matrices.is_some() && self.a.is_empty()
+    }
+
+    /// Evaluates a, b and c on the host when they were left to the
+    /// backend; nothing otherwise. An unsatisfied constraint is an error.
+    pub fn evaluate_abc(&mut self) -> Result<(), crate::ProverError> {
+        if !self.abc_deferred() {
+            return Ok(());
+        }
+        let m = self.matrices.clone().expect("deferred");
+        let [a, b, c] = m.evaluate(&self.input, &self.aux)?;
+        (self.a, self.b, self.c) = (a, b, c);
+        Ok(())
     }
 
     /// Bytes of the a/b/c evaluation vectors (freed once the backend has

@@ -18,6 +18,7 @@
 pub mod compiled;
 mod encode;
 pub mod file;
+mod flat;
 pub mod record;
 pub mod window;
 pub mod witness;
@@ -27,5 +28,6 @@ pub use file::{load, load_or_record, save, FileError};
 pub use record::{record, RecordingCs};
 pub use window::WindowCs;
 pub use witness::{
-    synthesize_compiled, synthesize_compiled_with, AssignOnly, AssignmentCs, CompiledSynthError,
+    synthesize_compiled, synthesize_compiled_at, synthesize_compiled_with, AssignOnly,
+    AssignmentCs, CompiledSynthError,
 };

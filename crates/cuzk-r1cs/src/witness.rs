@@ -7,13 +7,14 @@
 //! [`PartitionWitness`] that `cuzk_prover::synthesize` gives (same vectors,
 //! same densities), checked to satisfy every constraint.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use bellpepper_core::{
     Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
 };
 use blstrs::Scalar;
-use cuzk_prover::{PartitionWitness, Synthesized};
+use cuzk_prover::{AbcAt, MatricesRef, PartitionWitness, Synthesized};
 use ff::Field;
 
 use crate::compiled::{CompiledCs, CompiledError};
@@ -140,9 +141,71 @@ pub fn synthesize_compiled_with(
     assign: impl FnOnce(&mut AssignmentCs) -> Result<(), SynthesisError>,
 ) -> Result<Synthesized, CompiledSynthError> {
     let start = Instant::now();
+    let asg = assignment(cs, assign)?;
+    evaluated(cs, asg, start)
+}
+
+/// As [`synthesize_compiled_with`] when `at` is [`AbcAt::Synthesis`];
+/// at [`AbcAt::Backend`] the witness holds the assignment and the
+/// matrices only (a, b, c empty): the prover backend evaluates them, and
+/// checks A·B = C.
+pub fn synthesize_compiled_at(
+    cs: &Arc<CompiledCs>,
+    at: AbcAt,
+    assign: impl FnOnce(&mut AssignmentCs) -> Result<(), SynthesisError>,
+) -> Result<Synthesized, CompiledSynthError> {
+    let start = Instant::now();
+    let asg = assignment(cs, assign)?;
+    if at == AbcAt::Synthesis {
+        return evaluated(cs, asg, start);
+    }
+    if asg.input.len() as u64 != cs.inputs || asg.aux.len() as u64 != cs.aux {
+        return Err(CompiledError::Shape {
+            key: cs.key.clone(),
+            inputs: asg.input.len(),
+            aux: asg.aux.len(),
+            want_inputs: cs.inputs,
+            want_aux: cs.aux,
+        }
+        .into());
+    }
+    let witness = PartitionWitness {
+        input: asg.input,
+        aux: asg.aux,
+        a_aux_density: cs.a_aux_density.clone(),
+        b_input_density: cs.b_input_density.clone(),
+        b_aux_density: cs.b_aux_density.clone(),
+        matrices: Some(MatricesRef(cs.clone())),
+        ..Default::default()
+    };
+    tracing::debug!(
+        shape = %cs.key,
+        assignment_ms = start.elapsed().as_millis() as u64,
+        "compiled synthesis, a/b/c left to the backend"
+    );
+    Ok(Synthesized {
+        witness,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// The assignment, made by `assign` into a system holding ONE.
+fn assignment(
+    cs: &CompiledCs,
+    assign: impl FnOnce(&mut AssignmentCs) -> Result<(), SynthesisError>,
+) -> Result<AssignmentCs, CompiledSynthError> {
     let mut asg = AssignmentCs::with_capacity(cs.inputs as usize, cs.aux as usize);
     asg.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     assign(&mut asg)?;
+    Ok(asg)
+}
+
+/// The witness with a, b, c evaluated from `cs` at `asg` (and checked).
+fn evaluated(
+    cs: &CompiledCs,
+    asg: AssignmentCs,
+    start: Instant,
+) -> Result<Synthesized, CompiledSynthError> {
     let assigned = start.elapsed();
     let abc = cs.evaluate(&asg.input, &asg.aux)?;
     let evaluated = start.elapsed();
@@ -156,6 +219,7 @@ pub fn synthesize_compiled_with(
         a_aux_density: cs.a_aux_density.clone(),
         b_input_density: cs.b_input_density.clone(),
         b_aux_density: cs.b_aux_density.clone(),
+        matrices: None,
     };
     if let Some(index) = first_unsatisfied {
         let total = witness.num_constraints();

@@ -118,6 +118,16 @@ impl Daemon {
     /// config) and
     /// binds the listen address.
     pub async fn start(config: Config) -> Result<Daemon, DaemonError> {
+        let backends = crate::backends::from_config(&config.gpus)?;
+        let parts = Self::parts(&config, backends)?;
+        Self::start_with(config, parts).await
+    }
+
+    /// The engine's parts as the config says, proving on `backends`.
+    pub fn parts(
+        config: &Config,
+        backends: Vec<Arc<dyn cuzk_prover::ProverBackend>>,
+    ) -> Result<EngineParts, DaemonError> {
         let limit = config.memory.resolve()?;
         let reserve = config.memory.resolve_critical_reserve(limit)?;
         let budget = MemoryBudget::with_critical_reserve(limit, reserve);
@@ -131,14 +141,13 @@ impl Daemon {
             Some(config.params.resolved_cache_dir().join("r1cs")),
             budget.clone(),
         ));
-        let parts = EngineParts {
+        Ok(EngineParts {
             system: Arc::new(FilecoinProofs),
-            backends: crate::backends::from_config(&config.gpus)?,
+            backends,
             srs,
             budget,
             r1cs,
-        };
-        Self::start_with(config, parts).await
+        })
     }
 
     /// As [`Daemon::start`], with the engine's parts given.

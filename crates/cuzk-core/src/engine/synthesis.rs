@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use cuzk_prover::pool::{pool, PoolAccount};
-use cuzk_prover::{Synthesized, WitnessSize};
+use cuzk_prover::{AbcAt, Synthesized, WitnessSize};
 
 use crate::budget::MemoryBudget;
 use crate::config::{Amount, EngineConfig, SynthesisPath};
@@ -105,22 +105,29 @@ pub(super) fn synthesize_partition(
     r1cs: &ConstraintSystems,
     source: &dyn cuzk_circuits::PartitionSource,
     k: usize,
-    size: WitnessSize,
+    (size, at): (WitnessSize, AbcAt),
 ) -> Result<Synthesized, String> {
     use cuzk_circuits::CircuitError;
     setup.install(critical, || {
         if config.synthesis == SynthesisPath::Compiled {
             if let Some(cs) = r1cs.get(source, k) {
-                match source.synthesize_compiled(k, &cs) {
+                match source.synthesize_compiled(k, &cs, at) {
                     Err(CircuitError::Compiled {
                         source: cuzk_r1cs::CompiledSynthError::Compiled(e),
                         ..
-                    }) => tracing::warn!(
+                    }) if at == AbcAt::Synthesis => tracing::warn!(
                         "compiled constraint system unusable, synthesizing the old way: {e}"
                     ),
                     r => return r.map_err(|e| e.to_string()),
                 }
             }
+        }
+        if at == AbcAt::Backend {
+            // The reservation has no room for a, b and c on the host.
+            return Err(format!(
+                "the compiled constraint system of {} is not usable for partition {k}",
+                source.shape()
+            ));
         }
         source
             .synthesize_sized(k, Some(size))

@@ -12,13 +12,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
+use cuzk_circuits::PartitionSource;
 use cuzk_prover::srs::SectionCounts;
-use cuzk_prover::{HostBytes, ProverBackend, WitnessSize};
+use cuzk_prover::{AbcAt, HostBytes, ProverBackend, WitnessSize};
 use ff::Field;
 use tracing::info;
 
 use super::{end_job, Inner, PartKey, ReadyPartition, State, WorkerTask};
 use crate::budget::{Claim, Reservation};
+use crate::config::SynthesisPath;
 use crate::job::{Job, JobStatus};
 use crate::kinds::Priority;
 use crate::srs_manager::SrsLease;
@@ -263,15 +265,20 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
         Err(e) => return Step::Failed(format!("cannot size the partition: {e}")),
     };
     let size = partition_size(&counts);
-    let bytes = partition_bytes(&inner.parts.backends, &size);
+    let Some(source) = job.run().source.clone() else {
+        return Step::Dropped;
+    };
+    let abc_at = abc_at(inner, &*source, &size);
+    let mut bytes = partition_bytes(&inner.parts.backends, &size);
+    if abc_at == AbcAt::Backend {
+        // a, b and c never exist on the host.
+        bytes.abc = 0;
+    }
     let (srs, reservation) = match reserve_partition(inner, job, k, bytes.total()) {
         Step::Done(x) => x,
         Step::Dropped => return Step::Dropped,
         Step::Returned => return Step::Returned,
         Step::Failed(e) => return Step::Failed(e),
-    };
-    let Some(source) = job.run().source.clone() else {
-        return Step::Dropped;
     };
     info!(target: "partition", job_id = %job.id, partition = k, bytes = reservation.bytes(), "synthesis start");
     let t = Instant::now();
@@ -283,7 +290,7 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
             &inner.parts.r1cs,
             &*source,
             k,
-            size,
+            (size, abc_at),
         )
     });
     let witness = match synthesized {
@@ -303,6 +310,24 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
         size,
         srs,
     })
+}
+
+/// Where a partition of `source` is to have its a, b and c evaluated: by
+/// the backends when every one of them does that for `size` and the
+/// shape's compiled system is resident already (the first partition of a
+/// shape records it, and reserves for a/b/c on the host in case the
+/// recording fails); else during synthesis.
+fn abc_at(inner: &Inner, source: &dyn PartitionSource, size: &WitnessSize) -> AbcAt {
+    let backends = &inner.parts.backends;
+    let all = !backends.is_empty() && backends.iter().all(|b| b.evaluates_abc(size));
+    if all
+        && inner.config.synthesis == SynthesisPath::Compiled
+        && inner.parts.r1cs.is_resident(source.shape())
+    {
+        AbcAt::Backend
+    } else {
+        AbcAt::Synthesis
+    }
 }
 
 /// Takes partition `k`'s place among the memory waiters until dropped.

@@ -180,7 +180,8 @@ impl PartitionSource for FakeSource {
     fn synthesize_compiled(
         &self,
         _: usize,
-        _: &cuzk_r1cs::CompiledCs,
+        _: &std::sync::Arc<cuzk_r1cs::CompiledCs>,
+        _: cuzk_prover::AbcAt,
     ) -> Result<Synthesized, CircuitError> {
         Err(CircuitError::Record("not in tests".into()))
     }

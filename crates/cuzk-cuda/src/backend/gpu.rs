@@ -1,7 +1,9 @@
 //! One partition on the device: the SRS on the device if the engine had it
 //! prepared there (`device_srs.rs`), else streamed; the H stage at the
 //! staging tier the device's free memory allows (falling back a tier, or
-//! waiting for memory other partitions hold), then the L, A and B MSMs;
+//! waiting for memory other partitions hold; a, b and c copied up, or
+//! evaluated on the device from the shape's matrices there when the
+//! witness left them to the backend, `matrices.rs`), then the L, A and B MSMs;
 //! uploads run on the worker context's own stream outside the device lock,
 //! kernels inside. A partition waits for device memory at most
 //! [`MEMORY_WAIT_LIMIT`] in all, over both stages.
@@ -25,6 +27,7 @@ use super::{CudaBackend, GPU_MIN_POINTS};
 use crate::device::{Device, KernelRegion, Wait};
 use crate::device_srs::OnDevice;
 use crate::ffi::{Ctx, Source};
+use crate::matrices::DeviceMatrices;
 use crate::metrics::Counters;
 use crate::staging::{self, StagingTier};
 use crate::CudaError;
@@ -97,7 +100,7 @@ fn partition(
     stats: &mut ProveStats,
     abc_freed: &mut dyn FnMut(),
 ) -> Result<MsmResults, ProverError> {
-    let (n, lg_n) = domain(w.a.len())?;
+    let (n, lg_n) = domain(w.num_constraints())?;
     check_srs(w, srs, n)?;
     for d in [&w.a_aux_density, &w.b_aux_density] {
         if d.len() != w.aux.len() {
@@ -110,6 +113,12 @@ fn partition(
     }
 
     let dev = &*backend.dev;
+    // a, b and c left to this backend: from the shape's matrices, kept
+    // on the device.
+    let mats = match &w.matrices {
+        Some(m) if w.abc_deferred() => Some(dev.matrices.get(ctx, &**m)?),
+        _ => None,
+    };
     // The points on the device when the engine prepared them there for
     // this backend; the handle keeps them there until this call returns.
     let res = match srs.device.map(|d| d.downcast_ref::<OnDevice>()) {
@@ -133,7 +142,13 @@ fn partition(
 
     // At the top tier with several workers, aux is on the device already
     // and the device lock is still held for the MSM stage.
-    let (h, tier, mut region) = h_stage(ctx, backend, &wait, w, srs, res, (n, lg_n), stats)?;
+    let at = Stage {
+        resident: res,
+        mats: mats.as_deref(),
+        n,
+        lg_n,
+    };
+    let (h, tier, mut region) = h_stage(ctx, backend, &wait, w, srs, &at, stats)?;
     let abc = [
         std::mem::take(&mut w.a),
         std::mem::take(&mut w.b),
@@ -259,12 +274,12 @@ fn h_stage<'d>(
     wait: &Waits<'_>,
     w: &mut PartitionWitness,
     srs: &SrsRef<'_>,
-    resident: bool,
-    (n, lg_n): (usize, u32),
+    at: &Stage<'_>,
     stats: &mut ProveStats,
 ) -> Result<(G1Projective, StagingTier, Option<KernelRegion<'d>>), ProverError> {
     let dev = &*backend.dev;
-    let aux = w.aux.len();
+    let (n, aux, on_dev) = (at.n, w.aux.len(), at.mats.is_some());
+    let lowest = StagingTier::lowest(on_dev);
     // The MSM driver's scratch for this partition's largest MSM.
     let temp = ctx.msm_scratch(n.max(aux))?;
     // Set once H is computed on the host (tier none): a then holds H's
@@ -273,7 +288,7 @@ fn h_stage<'d>(
     'measure: loop {
         let (free, held) = ctx.mem_room()?;
         let room = free + held;
-        if room < StagingTier::None.need(n, aux, temp) + backend.vram_margin
+        if room < lowest.need_with(n, aux, temp, on_dev) + backend.vram_margin
             && Instant::now() < wait.deadline
         {
             // Not even the lowest tier fits: memory other partitions
@@ -291,12 +306,11 @@ fn h_stage<'d>(
         let chosen = if h_on_host {
             StagingTier::None
         } else {
-            staging::choose(room, backend.vram_margin, n, aux, temp)
+            staging::choose_with(room, backend.vram_margin, n, aux, temp, on_dev)
         };
         let mut tier = chosen;
         loop {
-            let at = (tier, &mut h_on_host);
-            match h_at(dev, ctx, at, w, srs, resident, (n, lg_n), stats) {
+            match h_at(dev, ctx, (tier, &mut h_on_host), w, srs, at, stats) {
                 Ok((h, region)) => {
                     tracing::info!(
                         target: "partition",
@@ -304,7 +318,8 @@ fn h_stage<'d>(
                         tier = tier.label(),
                         chosen = chosen.label(),
                         room,
-                        need = tier.need(n, aux, temp),
+                        need = tier.need_with(n, aux, temp, on_dev),
+                        abc_on_device = on_dev,
                         "GPU staging"
                     );
                     wait.counters.staged(tier);
@@ -316,7 +331,7 @@ fn h_stage<'d>(
                 }
                 Err(CudaError::OutOfMemory(why)) => {
                     ctx.trim()?;
-                    if let Some(lower) = tier.lower() {
+                    if let Some(lower) = tier.lower_with(on_dev) {
                         tracing::warn!(
                             device = backend.device,
                             from = tier.label(),
@@ -347,16 +362,66 @@ fn h_at<'d>(
     (tier, h_on_host): (StagingTier, &mut bool),
     w: &mut PartitionWitness,
     srs: &SrsRef<'_>,
-    resident: bool,
-    (n, lg_n): (usize, u32),
+    at: &Stage<'_>,
     stats: &mut ProveStats,
 ) -> Result<(G1Projective, Option<KernelRegion<'d>>), CudaError> {
+    let (resident, n, lg_n) = (at.resident, at.n, at.lg_n);
     let t = Instant::now();
     // Page-locking a source per copy stalls other workers' kernel launches
     // (docs/PERF.md): with several workers, copy through pinned chunks.
     ctx.set_chunked_copies(dev.workers_made() > 1)?;
     let several = tier == StagingTier::All && dev.workers_made() > 1;
-    let kernels = match tier {
+    // With a, b and c evaluated on the device, aux goes up first (without
+    // the device lock) and, at the top tier, stays for the MSM stage.
+    let keep = several || (tier == StagingTier::All && at.mats.is_some());
+    let kernels = match (tier, at.mats) {
+        (StagingTier::None, Some(_)) => {
+            return Err(CudaError::OutOfMemory(
+                "no staging tier below a-only for a, b and c evaluated on the device".into(),
+            ))
+        }
+        (_, Some(m)) => {
+            ctx.upload_aux(&w.aux)?;
+            let k = dev.kernels()?;
+            let vectors = if tier == StagingTier::All { 3 } else { 2 };
+            ctx.h_eval(m, &w.input, lg_n, &z_inv(n)?, vectors)?;
+            k
+        }
+        (_, None) => h_copied(dev, ctx, (tier, h_on_host, several), w, (n, lg_n))?,
+    };
+    stats.ntt += t.elapsed();
+    let t = Instant::now();
+    let h = if n > 1 && resident {
+        ctx.msm_g1_resident(Source::H, Section::H, 0, srs.h.len())?
+    } else if n > 1 {
+        ctx.msm_g1(Source::H, srs.h)?
+    } else {
+        G1Projective::identity()
+    };
+    stats.msm_h += t.elapsed();
+    Ok((h, keep.then_some(kernels)))
+}
+
+/// What [`h_stage`] works with besides the witness.
+struct Stage<'a> {
+    /// The SRS is on the device.
+    resident: bool,
+    /// a, b and c are evaluated from these matrices on the device.
+    mats: Option<&'a DeviceMatrices>,
+    n: usize,
+    lg_n: u32,
+}
+
+/// The H stage of [`h_at`] from a, b and c on the host (copied up, or H
+/// computed on the host at the lowest tier); the device lock on return.
+fn h_copied<'d>(
+    dev: &'d Device,
+    ctx: &mut Ctx,
+    (tier, h_on_host, several): (StagingTier, &mut bool, bool),
+    w: &mut PartitionWitness,
+    (n, lg_n): (usize, u32),
+) -> Result<KernelRegion<'d>, CudaError> {
+    Ok(match tier {
         // Several calls on the device: a, b, c and aux copied on this
         // context's stream first, without the device lock, so the
         // copies overlap another call's kernels; then the whole
@@ -390,18 +455,7 @@ fn h_at<'d>(
             ctx.h_upload(&w.a, lg_n)?;
             dev.kernels()?
         }
-    };
-    stats.ntt += t.elapsed();
-    let t = Instant::now();
-    let h = if n > 1 && resident {
-        ctx.msm_g1_resident(Source::H, Section::H, 0, srs.h.len())?
-    } else if n > 1 {
-        ctx.msm_g1(Source::H, srs.h)?
-    } else {
-        G1Projective::identity()
-    };
-    stats.msm_h += t.elapsed();
-    Ok((h, several.then_some(kernels)))
+    })
 }
 
 /// Waiting for device memory that other partitions on the device hold,

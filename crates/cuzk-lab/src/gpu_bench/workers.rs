@@ -45,6 +45,7 @@ fn witness(inp: &Input, abc: Abc) -> PartitionWitness {
         a_aux_density: inp.a_aux.clone(),
         b_input_density: inp.b_input.clone(),
         b_aux_density: inp.b_aux.clone(),
+        matrices: None,
     }
 }
 

@@ -56,6 +56,14 @@ pub struct TestDaemon {
 
 /// Starts a daemon with one worker on 127.0.0.1:0, after `tweak` edits the config.
 pub async fn start(tweak: impl FnOnce(&mut Config)) -> TestDaemon {
+    start_on(tweak, None).await
+}
+
+/// As [`start`], proving on `backends` when given (else as `[gpus]` says).
+pub async fn start_on(
+    tweak: impl FnOnce(&mut Config),
+    backends: Option<Vec<std::sync::Arc<dyn cuzk_prover::ProverBackend>>>,
+) -> TestDaemon {
     let f = fixtures();
     let mut config = Config::default();
     config.daemon.listen = "127.0.0.1:0".into();
@@ -64,7 +72,14 @@ pub async fn start(tweak: impl FnOnce(&mut Config)) -> TestDaemon {
     let state = tempfile::tempdir().expect("state dir");
     config.daemon.state_dir = Some(state.path().to_path_buf());
     tweak(&mut config);
-    let daemon = Daemon::start(config).await.expect("daemon starts");
+    let daemon = match backends {
+        None => Daemon::start(config).await,
+        Some(b) => {
+            let parts = Daemon::parts(&config, b).expect("engine parts");
+            Daemon::start_with(config, parts).await
+        }
+    }
+    .expect("daemon starts");
     let addr = daemon.client_address();
     let status_addr = daemon.status_address();
     let (tx, rx) = oneshot::channel::<()>();
