@@ -110,10 +110,14 @@ fn upload(ctx: &mut Ctx, m: &dyn ConstraintMatrices) -> Result<DeviceMatrices, C
     let kinds: Vec<u8> = f
         .coeffs
         .iter()
-        .map(|c| match () {
-            _ if *c == Scalar::ONE => 0,
-            _ if *c == minus_one => 1,
-            _ => 2,
+        .map(|c| {
+            if *c == Scalar::ONE {
+                0
+            } else if *c == minus_one {
+                1
+            } else {
+                2
+            }
         })
         .collect();
     let mut raw = std::ptr::null_mut();

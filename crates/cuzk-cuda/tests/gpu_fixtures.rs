@@ -23,6 +23,23 @@ use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+const KINDS: [ProofKind; 4] = [
+    ProofKind::WindowPost,
+    ProofKind::WinningPost,
+    ProofKind::SnapDeals,
+    ProofKind::PoRep,
+];
+
+/// The 2 KiB fixtures, made when missing.
+fn fixtures() -> cuzk_fixtures::Fixtures {
+    let dir = cuzk_fixtures::default_dir();
+    let t = std::time::Instant::now();
+    let fixtures = cuzk_fixtures::ensure(&dir, &mut |p| eprintln!("fixtures: {p:?}"))
+        .unwrap_or_else(|e| panic!("fixtures in {}: {e:#}", dir.display()));
+    eprintln!("fixtures ready in {:.1} s", t.elapsed().as_secs_f64());
+    fixtures
+}
+
 /// The partitions of the fixtures' `kind` proof and its SRS.
 fn circuits(
     fixtures: &cuzk_fixtures::Fixtures,
@@ -44,17 +61,8 @@ fn circuits(
 #[test]
 fn filecoin_2kib_circuits_equal_cpu_proofs() {
     let Some(gpu) = common::gpu() else { return };
-    let dir = cuzk_fixtures::default_dir();
-    let t = std::time::Instant::now();
-    let fixtures = cuzk_fixtures::ensure(&dir, &mut |p| eprintln!("fixtures: {p:?}"))
-        .unwrap_or_else(|e| panic!("fixtures in {}: {e:#}", dir.display()));
-    eprintln!("fixtures ready in {:.1} s", t.elapsed().as_secs_f64());
-    for kind in [
-        ProofKind::WindowPost,
-        ProofKind::WinningPost,
-        ProofKind::SnapDeals,
-        ProofKind::PoRep,
-    ] {
+    let fixtures = fixtures();
+    for kind in KINDS {
         let (source, srs) = circuits(&fixtures, kind);
         let n = source.partitions();
         let mut rng = ChaCha8Rng::seed_from_u64(0x6b0);
@@ -102,15 +110,8 @@ fn filecoin_2kib_circuits_equal_cpu_proofs() {
 #[test]
 fn deferred_abc_on_the_device_equals_cpu_proofs() {
     let Some(gpu) = common::gpu() else { return };
-    let dir = cuzk_fixtures::default_dir();
-    let fixtures = cuzk_fixtures::ensure(&dir, &mut |p| eprintln!("fixtures: {p:?}"))
-        .unwrap_or_else(|e| panic!("fixtures in {}: {e:#}", dir.display()));
-    for kind in [
-        ProofKind::WindowPost,
-        ProofKind::WinningPost,
-        ProofKind::SnapDeals,
-        ProofKind::PoRep,
-    ] {
+    let fixtures = fixtures();
+    for kind in KINDS {
         let (source, srs) = circuits(&fixtures, kind);
         let mut cs = source
             .record(0)
