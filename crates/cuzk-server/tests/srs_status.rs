@@ -172,9 +172,26 @@ async fn evicting_an_srs_in_use_is_refused() {
     assert_eq!(
         porep.tier,
         Tier::Warm as i32,
-        "a warm file was written on first load"
+        "a warm file was written on first load ({})",
+        disk_note(dir.path())
     );
     d.stop().await;
+}
+
+/// What the warm directory holds and the room left on its file system: a
+/// warm file that could not be written (the daemon only warns) is most
+/// often a full disk.
+fn disk_note(dir: &std::path::Path) -> String {
+    let files: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    let df = std::process::Command::new("df")
+        .arg("-h")
+        .arg(dir)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_else(|e| format!("df: {e}"));
+    format!("{} holds {files:?}; {df}", dir.display())
 }
 
 #[tokio::test(flavor = "multi_thread")]
