@@ -94,6 +94,11 @@ async fn winning_post_completes_while_a_porep_holds_the_workers_and_the_budget()
         winning_behind_a_held_porep(&e, &s, Duration::from_secs(10)).await,
         "the WinningPoSt waited for the held PoRep"
     );
+    assert_eq!(
+        s.urgent_markers(),
+        vec![WINNING],
+        "only the CRITICAL partition goes to the backend as urgent"
+    );
     assert!(e.budget().peak() <= e.budget().limit());
     assert_eq!(
         e.status().prover_workers.len(),

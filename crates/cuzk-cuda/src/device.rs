@@ -6,6 +6,9 @@
 //! without the device lock, so one partition's copies overlap another's
 //! kernels.
 //!
+//! The device lock serves urgent callers (partitions of CRITICAL jobs)
+//! before the others waiting (`urgent_lock.rs`).
+//!
 //! Also here: the time the device lock is held for kernels, measured with
 //! CUDA events ([`Device::kernels`], [`Device::busy`]), and waiting for
 //! device memory that other partitions hold ([`Device::wait_for_memory`]):
@@ -22,6 +25,7 @@ use std::time::Duration;
 use crate::backend::Timeline;
 use crate::ffi::Ctx;
 use crate::matrices::MatricesCache;
+use crate::urgent_lock::{UrgentGuard, UrgentMutex};
 use crate::CudaError;
 
 pub(crate) struct Device {
@@ -47,7 +51,7 @@ pub(crate) struct Device {
     srs: Mutex<Option<u64>>,
     /// Constraint matrices on the device, by circuit shape.
     pub(crate) matrices: MatricesCache,
-    owner: Mutex<Ctx>,
+    owner: UrgentMutex<Ctx>,
 }
 
 /// What [`Device::wait_for_memory`] did.
@@ -78,15 +82,16 @@ impl Device {
             squeeze: AtomicBool::new(false),
             srs: Mutex::new(None),
             matrices: MatricesCache::default(),
-            owner: Mutex::new(Ctx::new(device)?),
+            owner: UrgentMutex::new(Ctx::new(device)?),
         })
     }
 
-    /// The device lock and the owner context. A poisoned lock only means
-    /// another prove panicked: the contexts hold scratch buffers, rewritten
-    /// by every call.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Ctx> {
-        self.owner.lock().unwrap_or_else(|p| p.into_inner())
+    /// The device lock and the owner context, after any urgent caller
+    /// waiting for it. A prove that panicked holding it leaves nothing
+    /// to repair: the contexts hold scratch buffers, rewritten by every
+    /// call.
+    pub(crate) fn lock(&self) -> UrgentGuard<'_, Ctx> {
+        self.owner.lock(false)
     }
 
     /// The generation of the SRS on the device, if any (see [`Device::srs`]).
@@ -94,11 +99,12 @@ impl Device {
         self.srs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The device lock for a region that launches kernels; the region's
-    /// length, timed by CUDA events on the device's main stream, is added
-    /// to [`Device::busy`] when the guard drops.
-    pub(crate) fn kernels(&self) -> Result<KernelRegion<'_>, CudaError> {
-        let mut owner = self.lock();
+    /// The device lock for a region that launches kernels, before other
+    /// waiters if `urgent`; the region's length, timed by CUDA events on
+    /// the device's main stream, is added to [`Device::busy`] when the
+    /// guard drops.
+    pub(crate) fn kernels(&self, urgent: bool) -> Result<KernelRegion<'_>, CudaError> {
+        let mut owner = self.owner.lock(urgent);
         owner.span_begin()?;
         Ok(KernelRegion { dev: self, owner })
     }
@@ -176,13 +182,14 @@ impl Device {
         self.idle.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A worker context for one call: an idle one, or a new one.
-    pub(crate) fn take_worker(&self) -> Result<Worker<'_>, CudaError> {
+    /// A worker context for one call: an idle one, or a new one (made
+    /// under the device lock, taken as `urgent` says).
+    pub(crate) fn take_worker(&self, urgent: bool) -> Result<Worker<'_>, CudaError> {
         let found = self.idle().pop();
         let ctx = match found {
             Some(c) => c,
             None => {
-                let mut owner = self.lock();
+                let mut owner = self.owner.lock(urgent);
                 // SAFETY: the owner is a field of self, dropped after every
                 // worker (field order; workers in use borrow self); worker
                 // kernel calls take self.kernels() (see backend/gpu.rs).
@@ -234,7 +241,7 @@ impl Device {
 /// The device lock held for kernels (see [`Device::kernels`]).
 pub(crate) struct KernelRegion<'a> {
     dev: &'a Device,
-    owner: MutexGuard<'a, Ctx>,
+    owner: UrgentGuard<'a, Ctx>,
 }
 
 impl Drop for KernelRegion<'_> {

@@ -3,7 +3,7 @@
 //! by stage (for benches that time each stage, or that build a synthetic
 //! SRS directly on the device), and the allocation-failure hook.
 
-use std::sync::MutexGuard;
+use crate::urgent_lock::UrgentGuard;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_prover::density::Density;
@@ -43,7 +43,7 @@ impl CudaBackend {
 /// Dropping it releases the device for other calls; the device SRS
 /// sections and buffers stay.
 pub struct StageContext<'a> {
-    ctx: MutexGuard<'a, Ctx>,
+    ctx: UrgentGuard<'a, Ctx>,
     device: usize,
 }
 

@@ -33,6 +33,8 @@ pub mod lab;
 mod matrices;
 pub mod metrics;
 pub mod staging;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod urgent_lock;
 
 pub use backend::{CudaBackend, Timeline, GPU_MIN_POINTS};
 pub use config::{

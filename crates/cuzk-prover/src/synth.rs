@@ -43,6 +43,10 @@ pub struct PartitionWitness {
     /// Set when a, b and c were left to the backend ([`crate::AbcAt::Backend`]):
     /// they are empty and these matrices give them.
     pub matrices: Option<MatricesRef>,
+    /// The partition is urgent (its job is CRITICAL): a backend that
+    /// shares a device between calls runs its kernels before those of
+    /// others waiting. Synthesis leaves it unset; the engine sets it.
+    pub urgent: bool,
 }
 
 impl PartitionWitness {

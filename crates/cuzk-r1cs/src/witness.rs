@@ -176,6 +176,7 @@ pub fn synthesize_compiled_at(
         b_input_density: cs.b_input_density.clone(),
         b_aux_density: cs.b_aux_density.clone(),
         matrices: Some(MatricesRef(cs.clone())),
+        urgent: false,
         ..Default::default()
     };
     tracing::debug!(
@@ -220,6 +221,7 @@ fn evaluated(
         b_input_density: cs.b_input_density.clone(),
         b_aux_density: cs.b_aux_density.clone(),
         matrices: None,
+        urgent: false,
     };
     if let Some(index) = first_unsatisfied {
         let total = witness.num_constraints();

@@ -529,6 +529,8 @@ fn prove(
     let mut rng = rand::rngs::OsRng;
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let mut witnesses = [std::mem::take(&mut part.witness)];
+    // A CRITICAL partition goes first on a device other partitions share.
+    witnesses[0].urgent = job.priority == Priority::Critical;
     let (abc, k) = (part.abc_bytes, part.k);
     let reservation = &mut part.reservation;
     let lease = &part.srs;

@@ -66,6 +66,8 @@ pub struct Scripted {
     pub scripts: Mutex<HashMap<u8, Script>>,
     /// (marker, partition) in the order proving started.
     pub proved: Mutex<Vec<(u8, usize)>>,
+    /// Markers of the partitions handed to the backend marked urgent.
+    pub urgent: Mutex<Vec<u8>>,
     /// (marker, partition) in the order synthesis started.
     pub synthesized: Mutex<Vec<(u8, usize)>>,
     /// Markers in the order their jobs were verified (i.e. completed).
@@ -119,6 +121,9 @@ impl Scripted {
     }
     pub fn proved_markers(&self) -> Vec<u8> {
         self.proved().into_iter().map(|(m, _)| m).collect()
+    }
+    pub fn urgent_markers(&self) -> Vec<u8> {
+        self.urgent.lock().unwrap().clone()
     }
     /// Blocks until some partition of job `marker` has started proving;
     /// returns the first one's index.
@@ -262,6 +267,9 @@ impl ProverBackend for FakeBackend {
         let marker = w.input[0].to_bytes_le()[0];
         let k = w.input[1].to_bytes_le()[0] as usize;
         self.0.proved.lock().unwrap().push((marker, k));
+        if w.urgent {
+            self.0.urgent.lock().unwrap().push(marker);
+        }
         self.0.entered.notify_all();
         abc_freed(0);
         self.0.prove_gate.pass();

@@ -46,7 +46,10 @@ pub(super) fn prove(
     // This call's own context (buffers, upload stream); the device lock
     // is taken only around kernel launches, so uploads, host work and
     // the assembly below overlap other calls' kernels.
-    let mut worker = backend.dev.take_worker()?;
+    // A CRITICAL job's partition goes before other waiters for the
+    // device lock (`urgent_lock.rs`).
+    let urgent = witnesses.iter().any(|w| w.urgent);
+    let mut worker = backend.dev.take_worker(urgent)?;
     for (i, ((w, r), s)) in witnesses.iter_mut().zip(r).zip(s).enumerate() {
         let flight = backend.dev.flight();
         let m = partition(
@@ -144,6 +147,7 @@ fn partition(
     // and the device lock is still held for the MSM stage.
     let at = Stage {
         resident: res,
+        urgent: w.urgent,
         mats: mats.as_deref(),
         n,
         lg_n,
@@ -166,7 +170,7 @@ fn partition(
     // out of memory while other partitions hold some, it waits for
     // them and runs again.
     loop {
-        match msm_stage(ctx, backend, w, srs, res, host_pick, region.take(), stats) {
+        match msm_stage(ctx, backend, w, srs, &at, host_pick, region.take(), stats) {
             Ok(m) => return Ok(MsmResults { h, ..m }),
             Err(CudaError::OutOfMemory(why)) => {
                 let _ = ctx.take_shape()?;
@@ -189,19 +193,19 @@ fn msm_stage(
     backend: &CudaBackend,
     w: &PartitionWitness,
     srs: &SrsRef<'_>,
-    res: bool,
+    at: &Stage<'_>,
     host_pick: Option<&[Scalar]>,
     held: Option<KernelRegion<'_>>,
     stats: &mut ProveStats,
 ) -> Result<MsmResults, CudaError> {
-    let t = Instant::now();
+    let (t, res) = (Instant::now(), at.resident);
     let _kernels = match held {
         Some(k) => k,
         None => {
             // Without the device lock: the copy runs on this context's
             // stream.
             ctx.upload_aux(&w.aux)?;
-            backend.dev.kernels()?
+            backend.dev.kernels(at.urgent)?
         }
     };
     let l = if srs.l.len() < GPU_MIN_POINTS {
@@ -382,12 +386,12 @@ fn h_at<'d>(
         }
         (_, Some(m)) => {
             ctx.upload_aux(&w.aux)?;
-            let k = dev.kernels()?;
+            let k = dev.kernels(at.urgent)?;
             let vectors = if tier == StagingTier::All { 3 } else { 2 };
             ctx.h_eval(m, &w.input, lg_n, &z_inv(n)?, vectors)?;
             k
         }
-        (_, None) => h_copied(dev, ctx, (tier, h_on_host, several), w, (n, lg_n))?,
+        (_, None) => h_copied(dev, ctx, (tier, h_on_host, several), w, at)?,
     };
     stats.ntt += t.elapsed();
     let t = Instant::now();
@@ -406,6 +410,9 @@ fn h_at<'d>(
 struct Stage<'a> {
     /// The SRS is on the device.
     resident: bool,
+    /// The partition is a CRITICAL job's: it takes the device lock before
+    /// other waiters.
+    urgent: bool,
     /// a, b and c are evaluated from these matrices on the device.
     mats: Option<&'a DeviceMatrices>,
     n: usize,
@@ -419,8 +426,9 @@ fn h_copied<'d>(
     ctx: &mut Ctx,
     (tier, h_on_host, several): (StagingTier, &mut bool, bool),
     w: &mut PartitionWitness,
-    (n, lg_n): (usize, u32),
+    at: &Stage<'_>,
 ) -> Result<KernelRegion<'d>, CudaError> {
+    let (n, lg_n, urgent) = (at.n, at.lg_n, at.urgent);
     Ok(match tier {
         // Several calls on the device: a, b, c and aux copied on this
         // context's stream first, without the device lock, so the
@@ -429,18 +437,18 @@ fn h_copied<'d>(
         StagingTier::All if several => {
             ctx.upload_abc(&w.a, &w.b, &w.c, lg_n)?;
             ctx.upload_aux(&w.aux)?;
-            let k = dev.kernels()?;
+            let k = dev.kernels(urgent)?;
             ctx.h_compute(lg_n, &z_inv(n)?)?;
             k
         }
         // The only call on the device: copies overlapping the NTTs.
         StagingTier::All => {
-            let k = dev.kernels()?;
+            let k = dev.kernels(urgent)?;
             ctx.h_prepare(&w.a, &w.b, &w.c, lg_n, &z_inv(n)?)?;
             k
         }
         StagingTier::AOnly => {
-            let k = dev.kernels()?;
+            let k = dev.kernels(urgent)?;
             ctx.h_prepare_a_only(&w.a, &w.b, &w.c, lg_n, &z_inv(n)?)?;
             k
         }
@@ -453,7 +461,7 @@ fn h_copied<'d>(
                 *h_on_host = true;
             }
             ctx.h_upload(&w.a, lg_n)?;
-            dev.kernels()?
+            dev.kernels(urgent)?
         }
     })
 }

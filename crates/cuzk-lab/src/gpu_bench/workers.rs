@@ -46,6 +46,7 @@ fn witness(inp: &Input, abc: Abc) -> PartitionWitness {
         b_input_density: inp.b_input.clone(),
         b_aux_density: inp.b_aux.clone(),
         matrices: None,
+        urgent: false,
     }
 }
 
