@@ -147,7 +147,6 @@ fn partition(
     // and the device lock is still held for the MSM stage.
     let at = Stage {
         resident: res,
-        urgent: w.urgent,
         mats: mats.as_deref(),
         n,
         lg_n,
@@ -170,7 +169,7 @@ fn partition(
     // out of memory while other partitions hold some, it waits for
     // them and runs again.
     loop {
-        match msm_stage(ctx, backend, w, srs, &at, host_pick, region.take(), stats) {
+        match msm_stage(ctx, backend, w, srs, res, host_pick, region.take(), stats) {
             Ok(m) => return Ok(MsmResults { h, ..m }),
             Err(CudaError::OutOfMemory(why)) => {
                 let _ = ctx.take_shape()?;
@@ -193,19 +192,19 @@ fn msm_stage(
     backend: &CudaBackend,
     w: &PartitionWitness,
     srs: &SrsRef<'_>,
-    at: &Stage<'_>,
+    res: bool,
     host_pick: Option<&[Scalar]>,
     held: Option<KernelRegion<'_>>,
     stats: &mut ProveStats,
 ) -> Result<MsmResults, CudaError> {
-    let (t, res) = (Instant::now(), at.resident);
+    let t = Instant::now();
     let _kernels = match held {
         Some(k) => k,
         None => {
             // Without the device lock: the copy runs on this context's
             // stream.
             ctx.upload_aux(&w.aux)?;
-            backend.dev.kernels(at.urgent)?
+            backend.dev.kernels(w.urgent)?
         }
     };
     let l = if srs.l.len() < GPU_MIN_POINTS {
@@ -386,12 +385,12 @@ fn h_at<'d>(
         }
         (_, Some(m)) => {
             ctx.upload_aux(&w.aux)?;
-            let k = dev.kernels(at.urgent)?;
+            let k = dev.kernels(w.urgent)?;
             let vectors = if tier == StagingTier::All { 3 } else { 2 };
             ctx.h_eval(m, &w.input, lg_n, &z_inv(n)?, vectors)?;
             k
         }
-        (_, None) => h_copied(dev, ctx, (tier, h_on_host, several), w, at)?,
+        (_, None) => h_copied(dev, ctx, (tier, h_on_host, several), w, (n, lg_n))?,
     };
     stats.ntt += t.elapsed();
     let t = Instant::now();
@@ -410,9 +409,6 @@ fn h_at<'d>(
 struct Stage<'a> {
     /// The SRS is on the device.
     resident: bool,
-    /// The partition is a CRITICAL job's: it takes the device lock before
-    /// other waiters.
-    urgent: bool,
     /// a, b and c are evaluated from these matrices on the device.
     mats: Option<&'a DeviceMatrices>,
     n: usize,
@@ -426,9 +422,9 @@ fn h_copied<'d>(
     ctx: &mut Ctx,
     (tier, h_on_host, several): (StagingTier, &mut bool, bool),
     w: &mut PartitionWitness,
-    at: &Stage<'_>,
+    (n, lg_n): (usize, u32),
 ) -> Result<KernelRegion<'d>, CudaError> {
-    let (n, lg_n, urgent) = (at.n, at.lg_n, at.urgent);
+    let urgent = w.urgent;
     Ok(match tier {
         // Several calls on the device: a, b, c and aux copied on this
         // context's stream first, without the device lock, so the
