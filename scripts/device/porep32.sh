@@ -16,7 +16,9 @@
 #   pipelined: 4 PoReps submitted at once;
 #   winning:   PoReps (NORMAL) and WinningPoSts (CRITICAL) mixed, 4 in
 #              flight (with a, b and c on the GPU only);
-# once per daemon configuration ($CONFIGS, below).
+# once per daemon configuration ($CONFIGS, below). The `snap` configuration
+# then deletes the PoRep parameters, makes SnapDeals' (~30 GB; recorded
+# beside them as for PoRep) and proves 32 GiB SnapDeals (16 partitions).
 # nvidia-smi samples GPU use and memory every 250 ms into smi-*.csv; the
 # daemon's GetStatus (busy seconds per device) is written after each run.
 # It takes longer than one device call: start it with setsid in the
@@ -100,7 +102,9 @@ EOF
       first) args=(--mix porep --jobs 1 --concurrency 1) ;;
       isolated) args=(--mix porep --jobs 2 --concurrency 1) ;;
       pipelined) args=(--mix porep --jobs 4 --concurrency 4) ;;
-      winning) args=(--mix porep,winning-post --jobs 8 --concurrency 4 --seed 7) ;;
+      winning) args=(--mix porep,winning-post --jobs "${WINNING_JOBS:-12}" --concurrency 4 --seed 7) ;;
+      snap-first) args=(--mix snap --jobs 1 --concurrency 1) ;;
+      snap-isolated) args=(--mix snap --jobs 2 --concurrency 1) ;;
     esac
     step "$cfg $run"
     sample "$cfg-$run"
@@ -118,9 +122,26 @@ EOF
   step "$cfg daemon stopped: $(grep -o 'Maximum resident set size.*' "$L/daemon-$cfg.log")"
 }
 
+# SnapDeals' parameters and recording, in place of PoRep's (the disk holds
+# one of them).
+snap_prep() {
+  step "snap prep: deleting the PoRep parameters"
+  rm -f "$P"/*stacked-proof-of-replication*.params
+  step snap-record
+  $TIME "$LAB" synth-bench --kind snap --sector-size 32GiB --fixtures "$F" --params "$P" \
+    --partition 0 --child record > "$L/record-snap.log" 2>&1 &
+  REC=$!
+  step params-snap
+  $TIME "$B" gen-params --kind snap --sector-size 32GiB > "$L/params-snap.log" 2>&1
+  wait "$REC"
+  step "snap recorded: $(grep -o 'wall_ms[^,]*' "$L/record-snap.log" | head -1)"
+  df -h / | tail -1 >> "$L/machine.txt"
+}
+
 for cfg in ${CONFIGS:-device host}; do
   case $cfg in
-    device) daemon_runs device true "first isolated pipelined winning" ;;
+    device) daemon_runs device true "${DEVICE_RUNS:-first isolated pipelined winning}" ;;
+    snap) snap_prep; daemon_runs snap true "snap-first snap-isolated" ;;
     host) daemon_runs host false "first isolated pipelined" ;;
     device-again) daemon_runs device2 true "first isolated pipelined" ;;
   esac

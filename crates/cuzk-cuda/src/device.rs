@@ -244,6 +244,20 @@ pub(crate) struct KernelRegion<'a> {
     owner: UrgentGuard<'a, Ctx>,
 }
 
+impl<'a> KernelRegion<'a> {
+    /// Between two stages of one partition: gives the device lock to an
+    /// urgent caller waiting for it, if any, and takes it again after it
+    /// (as `urgent` says); else keeps it.
+    pub(crate) fn let_urgent_in(self, urgent: bool) -> Result<KernelRegion<'a>, CudaError> {
+        if urgent || !self.dev.owner.urgent_waiting() {
+            return Ok(self);
+        }
+        let dev = self.dev;
+        drop(self);
+        dev.kernels(urgent)
+    }
+}
+
 impl Drop for KernelRegion<'_> {
     fn drop(&mut self) {
         match self.owner.span_end() {

@@ -67,6 +67,12 @@ impl<T> UrgentMutex<T> {
         }
     }
 
+    /// Whether an urgent caller waits now: a holder between two stages
+    /// of its work may give the value back and take it again to let it in.
+    pub(crate) fn urgent_waiting(&self) -> bool {
+        self.gate().urgent_waiting > 0
+    }
+
     /// Callers waiting now (for tests).
     #[cfg(test)]
     fn waiting(&self) -> usize {
@@ -175,6 +181,30 @@ mod tests {
             t.join().unwrap();
         }
         assert_eq!(*lock.lock(false), 8 * 200);
+    }
+
+    #[test]
+    fn a_holder_sees_urgent_callers_waiting_and_only_those() {
+        let lock = Arc::new(UrgentMutex::new(Vec::new()));
+        let held = lock.lock(false);
+        let porep = caller(&lock, "porep", false);
+        until_waiting(&lock, 1);
+        assert!(
+            !lock.urgent_waiting(),
+            "an ordinary caller counted as urgent"
+        );
+        let winning = caller(&lock, "winning", true);
+        until_waiting(&lock, 2);
+        assert!(lock.urgent_waiting());
+        // Between two stages: give it back, take it again.
+        drop(held);
+        let again = lock.lock(false);
+        assert_eq!(again.first(), Some(&"winning"), "{:?}", *again);
+        assert!(!lock.urgent_waiting());
+        drop(again);
+        winning.join().unwrap();
+        porep.join().unwrap();
+        assert_eq!(lock.lock(false).len(), 2);
     }
 
     #[test]

@@ -199,7 +199,9 @@ fn msm_stage(
 ) -> Result<MsmResults, CudaError> {
     let t = Instant::now();
     let _kernels = match held {
-        Some(k) => k,
+        // A CRITICAL partition waiting for the device goes between this
+        // partition's H stage and its L/A/B stage.
+        Some(k) => k.let_urgent_in(w.urgent)?,
         None => {
             // Without the device lock: the copy runs on this context's
             // stream.
