@@ -10,7 +10,10 @@
 //! reservation waits. Small CRITICAL partitions (WinningPoSt's) are
 //! synthesized on a small pool of their own, so they never queue behind a
 //! PoRep's challenges in the shared one; a large CRITICAL partition (a
-//! PoRep submitted at CRITICAL) needs the shared pool's threads.
+//! PoRep submitted at CRITICAL) needs the shared pool's threads. A shape's
+//! constraint system is fetched (recorded, the first time, on rayon's
+//! global threads) before a partition enters either pool: no pool thread
+//! ever waits for the shape's lock.
 
 use std::sync::Arc;
 
@@ -108,18 +111,26 @@ pub(super) fn synthesize_partition(
     (size, at): (WitnessSize, AbcAt),
 ) -> Result<Synthesized, String> {
     use cuzk_circuits::CircuitError;
+    // The shape's system first, outside the pool: the first partition of a
+    // shape records it holding the shape's lock, and partitions arriving
+    // with it wait for that lock. Inside the pool, a thread of the
+    // recording could, while it waits for its own parallel work, take up
+    // one of those partitions and wait for the lock it holds itself (the
+    // 2026-12-03 hang of three WinningPoSts arriving together).
+    let compiled = match config.synthesis {
+        SynthesisPath::Compiled => r1cs.get(source, k),
+        SynthesisPath::Circuit => None,
+    };
     setup.install(critical, || {
-        if config.synthesis == SynthesisPath::Compiled {
-            if let Some(cs) = r1cs.get(source, k) {
-                match source.synthesize_compiled(k, &cs, at) {
-                    Err(CircuitError::Compiled {
-                        source: cuzk_r1cs::CompiledSynthError::Compiled(e),
-                        ..
-                    }) if at == AbcAt::Synthesis => tracing::warn!(
-                        "compiled constraint system unusable, synthesizing the old way: {e}"
-                    ),
-                    r => return r.map_err(|e| e.to_string()),
-                }
+        if let Some(cs) = compiled {
+            match source.synthesize_compiled(k, &cs, at) {
+                Err(CircuitError::Compiled {
+                    source: cuzk_r1cs::CompiledSynthError::Compiled(e),
+                    ..
+                }) if at == AbcAt::Synthesis => tracing::warn!(
+                    "compiled constraint system unusable, synthesizing the old way: {e}"
+                ),
+                r => return r.map_err(|e| e.to_string()),
             }
         }
         if at == AbcAt::Backend {
@@ -139,6 +150,100 @@ pub(super) fn synthesize_partition(
 mod tests {
     use super::*;
     use crate::kinds::Priority;
+
+    /// A source whose recording waits for parallel work in the current
+    /// pool (as the real recordings do) and then fails (synthesis then
+    /// goes the old way).
+    struct ParallelRecording;
+
+    impl cuzk_circuits::PartitionSource for ParallelRecording {
+        fn partitions(&self) -> usize {
+            1
+        }
+        fn shape(&self) -> &str {
+            "parallel-recording"
+        }
+        fn record(&self, _: usize) -> Result<cuzk_r1cs::CompiledCs, cuzk_circuits::CircuitError> {
+            use rayon::prelude::*;
+            (0..64u64).into_par_iter().for_each(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            });
+            Err(cuzk_circuits::CircuitError::Record(
+                "not in this test".into(),
+            ))
+        }
+        fn synthesize_compiled(
+            &self,
+            _: usize,
+            _: &Arc<cuzk_r1cs::CompiledCs>,
+            _: AbcAt,
+        ) -> Result<Synthesized, cuzk_circuits::CircuitError> {
+            Err(cuzk_circuits::CircuitError::Record(
+                "not in this test".into(),
+            ))
+        }
+        fn synthesize_sized(
+            &self,
+            _: usize,
+            _: Option<WitnessSize>,
+        ) -> Result<Synthesized, cuzk_circuits::CircuitError> {
+            Ok(Synthesized {
+                witness: Default::default(),
+                elapsed: std::time::Duration::ZERO,
+            })
+        }
+        fn check(
+            &self,
+            _: usize,
+        ) -> Result<cuzk_prover::check::CircuitCheck, cuzk_circuits::CircuitError> {
+            Err(cuzk_circuits::CircuitError::Record(
+                "not in this test".into(),
+            ))
+        }
+    }
+
+    #[test]
+    fn partitions_of_a_new_shape_arriving_together_do_not_hang_on_its_recording() {
+        // Eight partitions of one new shape at once on a 2-thread pool.
+        // With the recording inside the pool, a thread of the recording
+        // could take up another partition and wait for the shape's lock it
+        // holds itself (three WinningPoSts hung a daemon that way).
+        let config = EngineConfig {
+            synthesis_threads: 2,
+            ..Default::default()
+        };
+        let budget = MemoryBudget::new(1 << 30);
+        let setup = Arc::new(SynthesisSetup::new(&config, &budget));
+        let r1cs = Arc::new(ConstraintSystems::new(None, budget));
+        let (done, finished) = std::sync::mpsc::channel();
+        let size = WitnessSize {
+            constraints: 1 << 10,
+            inputs: 1,
+            aux: 1,
+        };
+        for k in 0..8 {
+            let (setup, r1cs, config, done) =
+                (setup.clone(), r1cs.clone(), config.clone(), done.clone());
+            std::thread::spawn(move || {
+                let r = synthesize_partition(
+                    &setup,
+                    false,
+                    &config,
+                    &r1cs,
+                    &ParallelRecording,
+                    0,
+                    (size, AbcAt::Synthesis),
+                );
+                done.send((k, r.is_ok())).unwrap();
+            });
+        }
+        for _ in 0..8 {
+            let (k, ok) = finished
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .expect("a partition hung on the recording of its shape");
+            assert!(ok, "partition {k} failed");
+        }
+    }
 
     #[test]
     fn only_small_critical_partitions_use_the_critical_pool() {
