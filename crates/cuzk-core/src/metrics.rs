@@ -37,6 +37,7 @@ pub struct Metrics {
     superseded: IntCounterVec,
     recovered: IntCounterVec,
     journal_errors: IntCounterVec,
+    out_of_service: IntGaugeVec,
     uptime: Gauge,
 }
 
@@ -149,6 +150,14 @@ impl Metrics {
             &["op"],
         )
         .expect("valid metric");
+        let out_of_service = IntGaugeVec::new(
+            Opts::new(
+                "cuzk_device_out_of_service",
+                "1 for a device taken out of service after it failed, by backend",
+            ),
+            &["backend"],
+        )
+        .expect("valid metric");
         let uptime = Gauge::new("cuzk_uptime_seconds", "Seconds since the engine started")
             .expect("valid metric");
         for c in [
@@ -165,6 +174,7 @@ impl Metrics {
             Box::new(superseded.clone()),
             Box::new(recovered.clone()),
             Box::new(journal_errors.clone()),
+            Box::new(out_of_service.clone()),
             Box::new(uptime.clone()),
         ] {
             registry.register(c).expect("metric names are unique");
@@ -190,8 +200,14 @@ impl Metrics {
             superseded,
             recovered,
             journal_errors,
+            out_of_service,
             uptime,
         }
+    }
+
+    /// Device `backend` failed and is out of service.
+    pub fn device_out_of_service(&self, backend: &str) {
+        self.out_of_service.with_label_values(&[backend]).set(1);
     }
 
     /// A request id reused with another payload; `old_job` is "finished"

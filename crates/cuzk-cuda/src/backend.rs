@@ -43,6 +43,11 @@ pub struct CudaBackend {
     vram_limit: Option<u64>,
     /// `gpus.abc_on_device`.
     abc_on_device: bool,
+    /// The failure hook (`gpus.tuning.fail_device`): partitions this
+    /// backend proves before every later one fails.
+    fail_after: Option<u64>,
+    /// Partitions handed to this backend (and its clones) so far.
+    calls: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Partitions per staging tier, fallbacks and waits, since start.
     counters: std::sync::Arc<Counters>,
     #[cfg(feature = "cuda")]
@@ -71,6 +76,14 @@ impl CudaBackend {
     pub fn from_config(device: usize, gpus: &GpusConfig) -> Result<CudaBackend, CudaError> {
         let mut b = CudaBackend::with_placement(device, gpus.srs_on_device)?;
         b.abc_on_device = gpus.abc_on_device;
+        if gpus.tuning.fail_device == Some(device) {
+            tracing::warn!(
+                device,
+                after = gpus.tuning.fail_after_partitions,
+                "gpus.tuning.fail_device: this device will fail as if lost (a test hook)"
+            );
+            b.fail_after = Some(gpus.tuning.fail_after_partitions);
+        }
         b.with_memory(
             gpus.vram_limit.map(|l| l.as_u64()),
             gpus.vram_safety_margin.as_u64(),
@@ -95,6 +108,8 @@ impl CudaBackend {
                 vram_margin: DEFAULT_VRAM_MARGIN,
                 vram_limit: None,
                 abc_on_device: true,
+                fail_after: None,
+                calls: Default::default(),
                 counters: Default::default(),
                 dev: shared_device(device)?,
             })
@@ -371,6 +386,16 @@ impl ProverBackend for CudaBackend {
         abc_freed: &mut dyn FnMut(usize),
     ) -> Result<(Vec<Proof>, ProveStats), ProverError> {
         cuzk_prover::backend::check_batch(witnesses.len(), r, s)?;
+        let call = self
+            .calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if self.fail_after.is_some_and(|n| call >= n) {
+            return Err(CudaError::DeviceLost(format!(
+                "device {}: the failure hook gpus.tuning.fail_device",
+                self.device
+            ))
+            .into());
+        }
         #[cfg(feature = "cuda")]
         {
             gpu::prove(self, &self.counters, witnesses, srs, r, s, abc_freed)

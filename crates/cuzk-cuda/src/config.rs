@@ -139,6 +139,12 @@ pub struct GpuTuning {
     /// Compute every split MSM again by plain Pippenger and print whether
     /// the two agree (slow: for debugging).
     pub check_split: bool,
+    /// Failure hook (for tests of a daemon with several GPUs): the device
+    /// of this index fails every partition after its first
+    /// `fail_after_partitions`, as a lost device does.
+    pub fail_device: Option<usize>,
+    /// See `fail_device`.
+    pub fail_after_partitions: u64,
 }
 
 /// `gpus.tuning.host_copy`.

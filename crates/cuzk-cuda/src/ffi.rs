@@ -187,10 +187,16 @@ extern "C" {
 /// negated `cudaErrorMemoryAllocation`).
 const OOM: i32 = -2;
 
+/// CUDA errors (`cudaError_t`, negated by the C side as `OOM` is) after
+/// which the context is unusable: initialization errors, devices
+/// unavailable, uncorrectable ECC, the launch faults 700–719 and unknown.
+const DEVICE_LOST: [i32; 13] = [3, 4, 46, 214, 700, 702, 714, 715, 716, 717, 718, 719, 999];
+
 pub(crate) fn check(e: sppark::Error) -> Result<(), CudaError> {
     match e.code {
         0 => Ok(()),
         OOM => Err(CudaError::OutOfMemory(String::from(&e))),
+        c if DEVICE_LOST.contains(&-c) => Err(CudaError::DeviceLost(String::from(&e))),
         _ => Err(CudaError::Cuda(String::from(&e))),
     }
 }

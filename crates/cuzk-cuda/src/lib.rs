@@ -66,6 +66,11 @@ pub enum CudaError {
     OutOfMemory(String),
     #[error("cuda: invalid input: {0}")]
     Input(String),
+    /// An error that leaves the device's context unusable (an illegal
+    /// address, a launch failure, an uncorrectable ECC error...), or the
+    /// failure hook `gpus.tuning.fail_device`: nothing more can run on it.
+    #[error("cuda: device lost: {0}")]
+    DeviceLost(String),
 }
 
 impl From<CudaError> for cuzk_prover::ProverError {
@@ -73,6 +78,7 @@ impl From<CudaError> for cuzk_prover::ProverError {
         match e {
             CudaError::Input(m) => cuzk_prover::ProverError::Input(m),
             CudaError::Cuda(m) => cuzk_prover::ProverError::Backend(format!("cuda: {m}")),
+            CudaError::DeviceLost(m) => cuzk_prover::ProverError::Device(format!("cuda: {m}")),
             CudaError::OutOfMemory(m) => {
                 cuzk_prover::ProverError::Backend(format!("cuda: out of device memory: {m}"))
             }

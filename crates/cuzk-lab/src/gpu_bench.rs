@@ -42,12 +42,15 @@ pub enum Split01 {
 }
 
 /// What to time at each size.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub struct Opts {
     pub srs: SrsMode,
     pub partitions: usize,
     pub device: usize,
+    /// `--workers` runs: the devices, each with that many workers (empty:
+    /// `device` alone).
+    pub devices: Vec<usize>,
     pub overlap: bool,
     pub split01: Split01,
     /// `--workers` runs: threads copying each partition's a, b, c (0: one
@@ -120,11 +123,18 @@ pub fn run(range: (u32, u32), opts: Opts, workers: &[usize]) -> Result<()> {
     if workers.contains(&0) {
         bail!("--workers: every count must be at least 1");
     }
+    if workers.is_empty() && !opts.devices.is_empty() {
+        bail!("--devices takes effect with --workers");
+    }
+    let devices = match opts.devices.is_empty() {
+        true => vec![device],
+        false => opts.devices.clone(),
+    };
     for k in range.0..=range.1 {
         if workers.is_empty() {
-            imp::one_size(&gpu, k, opts)?;
+            imp::one_size(&gpu, k, opts.clone())?;
         } else {
-            workers::run(&gpu, k, opts.partitions, workers, opts.feed_threads)?;
+            workers::run(&devices, k, opts.partitions, workers, opts.feed_threads)?;
         }
     }
     Ok(())
@@ -674,6 +684,7 @@ mod tests {
             srs: super::SrsMode::Both,
             partitions: 1,
             device: 0,
+            devices: Vec::new(),
             overlap: false,
             split01: super::Split01::Both,
             feed_threads: 0,

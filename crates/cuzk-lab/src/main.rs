@@ -93,6 +93,16 @@ enum Command {
         /// `engine.gpu_workers_per_device` of the in-process daemon.
         #[arg(long)]
         gpu_workers: Option<usize>,
+        /// `gpus.devices` of the in-process daemon, comma-separated
+        /// (default: every device).
+        #[arg(long, value_delimiter = ',')]
+        devices: Vec<usize>,
+        /// The in-process daemon's failure hook: this device fails every
+        /// partition after its first `--fail-after` (as a lost device).
+        #[arg(long)]
+        fail_device: Option<usize>,
+        #[arg(long, default_value_t = 0, requires = "fail_device")]
+        fail_after: u64,
         /// Submit every job of a kind at one priority instead of a drawn
         /// one: `kind=level`, comma-separated (e.g.
         /// `winning-post=critical,porep=normal`).
@@ -189,6 +199,10 @@ enum Command {
         /// (0: one per core).
         #[arg(long, default_value_t = 0)]
         feed_threads: usize,
+        /// With `--workers`: these devices (comma-separated), each with
+        /// that many workers, fed from one queue (default: `--device`).
+        #[arg(long, value_delimiter = ',')]
+        devices: Vec<usize>,
     },
     /// Several GPU workers on one device under a VRAM limit: synthetic
     /// chain partitions plus the four 2 KiB kinds, each proof compared with
@@ -269,6 +283,9 @@ fn main() -> Result<()> {
             backend,
             vram_limit,
             gpu_workers,
+            devices,
+            fail_device,
+            fail_after,
             priority,
             fixtures,
         } => {
@@ -284,6 +301,8 @@ fn main() -> Result<()> {
                 backend,
                 vram_limit,
                 gpu_workers,
+                devices,
+                fail_device: fail_device.map(|d| (d, fail_after)),
                 priorities: priority,
             }))?;
             if !ok {
@@ -300,12 +319,14 @@ fn main() -> Result<()> {
             split01,
             workers,
             feed_threads,
+            devices,
         } => gpu_bench::run(
             log_domain,
             gpu_bench::Opts {
                 srs,
                 partitions,
                 device,
+                devices,
                 overlap,
                 split01,
                 feed_threads,

@@ -65,6 +65,11 @@ pub struct Options {
     pub vram_limit: Option<bytesize::ByteSize>,
     /// The in-process daemon's `engine.gpu_workers_per_device` (None: its default).
     pub gpu_workers: Option<usize>,
+    /// The in-process daemon's `gpus.devices` (empty: every device).
+    pub devices: Vec<usize>,
+    /// The in-process daemon's failure hook: (`gpus.tuning.fail_device`,
+    /// `fail_after_partitions`).
+    pub fail_device: Option<(usize, u64)>,
     /// Kinds submitted at a fixed priority (1 LOW .. 4 CRITICAL) instead
     /// of a drawn one.
     pub priorities: Vec<(ProofKind, i32)>,
@@ -185,6 +190,11 @@ pub async fn run(opts: Options) -> Result<bool> {
             if let Some(w) = opts.gpu_workers {
                 config.engine.gpu_workers_per_device = w;
             }
+            config.gpus.devices = opts.devices.clone();
+            if let Some((device, after)) = opts.fail_device {
+                config.gpus.tuning.fail_device = Some(device);
+                config.gpus.tuning.fail_after_partitions = after;
+            }
             let daemon = Daemon::start(config).await?;
             engine = Some(daemon.engine().clone());
             let addr = daemon.client_address();
@@ -218,6 +228,17 @@ pub async fn run(opts: Options) -> Result<bool> {
         for line in engine.metrics_text().lines() {
             if line.starts_with("cuzk_gpu_staging") || line.starts_with("cuzk_gpu_memory_waits") {
                 println!("{line}");
+            }
+        }
+        let status = engine.status();
+        for (backend, why) in status.backends.iter().zip(&status.out_of_service) {
+            if let Some(why) = why {
+                println!("out of service: {backend}: {why}");
+            }
+        }
+        for (backend, device) in status.backends.iter().zip(&status.devices) {
+            if let Some(busy) = device.as_ref().and_then(|d| d.busy) {
+                println!("device {backend} busy_s={:.1}", busy.as_secs_f64());
             }
         }
     }

@@ -119,6 +119,11 @@ pub enum ProverError {
     Input(String),
     #[error("backend failure: {0}")]
     Backend(String),
+    /// The device itself failed (a CUDA error that poisons its context, a
+    /// lost card): nothing more can be proved on it. The engine takes it
+    /// out of service and proves the partition on another device.
+    #[error("device failure: {0}")]
+    Device(String),
 }
 
 /// Time per stage of one `prove` call, summed over its partitions.

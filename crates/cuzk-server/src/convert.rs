@@ -101,6 +101,8 @@ pub fn submit_status(e: SubmitError) -> Status {
         SubmitError::ShuttingDown => Status::unavailable(e.to_string()),
         // Not on disk, so not accepted: a retry may succeed.
         SubmitError::Journal(_) => Status::unavailable(e.to_string()),
+        // Every device failed: another daemon may prove it.
+        SubmitError::NoDevice(_) => Status::unavailable(e.to_string()),
     }
 }
 

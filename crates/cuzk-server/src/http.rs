@@ -22,6 +22,8 @@ pub struct StatusJson {
     /// One per device: `cpu`, or `cuda:<n>`.
     pub backends: Vec<String>,
     pub devices: Vec<DeviceJson>,
+    /// Backends whose device failed and was taken out of service.
+    pub out_of_service: Vec<OutOfServiceJson>,
     pub jobs: JobsJson,
     pub queues: Vec<QueueJson>,
     pub partitions: PartitionsJson,
@@ -41,6 +43,13 @@ pub struct ConstraintSystemJson {
     pub uses: u64,
 }
 
+/// A backend taken out of service, and why.
+#[derive(Debug, Serialize)]
+pub struct OutOfServiceJson {
+    pub backend: String,
+    pub reason: String,
+}
+
 /// An accelerator, as its backend reports it.
 #[derive(Debug, Serialize)]
 pub struct DeviceJson {
@@ -52,6 +61,9 @@ pub struct DeviceJson {
     /// Seconds in kernel regions since the daemon started (GPU backends).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub busy_seconds: Option<f64>,
+    /// Why it was taken out of service, if it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_of_service: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -137,7 +149,8 @@ impl From<&EngineStatus> for StatusJson {
                 .devices
                 .iter()
                 .zip(&s.backends)
-                .filter_map(|(d, b)| {
+                .zip(&s.out_of_service)
+                .filter_map(|((d, b), out)| {
                     d.as_ref().map(|d| DeviceJson {
                         backend: b.clone(),
                         ordinal: d.ordinal,
@@ -145,6 +158,18 @@ impl From<&EngineStatus> for StatusJson {
                         memory_total_bytes: d.memory_total,
                         memory_free_bytes: d.memory_free,
                         busy_seconds: d.busy.map(|b| b.as_secs_f64()),
+                        out_of_service: out.clone(),
+                    })
+                })
+                .collect(),
+            out_of_service: s
+                .backends
+                .iter()
+                .zip(&s.out_of_service)
+                .filter_map(|(b, out)| {
+                    Some(OutOfServiceJson {
+                        backend: b.clone(),
+                        reason: out.clone()?,
                     })
                 })
                 .collect(),

@@ -131,6 +131,7 @@ impl ProvingEngine for ProvingService {
                         current_proof_kind: task
                             .map(|t| t.kind.as_str().to_string())
                             .unwrap_or_default(),
+                        out_of_service: s.out_of_service[d].clone().unwrap_or_default(),
                     })
                 })
                 .collect(),

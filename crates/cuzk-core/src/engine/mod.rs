@@ -85,6 +85,9 @@ pub enum SubmitError {
     /// The job could not be written to the journal, so it was not accepted.
     #[error("the job journal cannot record the job: {0}")]
     Journal(String),
+    /// Every prover device failed and is out of service.
+    #[error("no prover device is in service ({0}); restart the daemon once the devices are back")]
+    NoDevice(String),
 }
 
 /// Errors of job lookups and control.
@@ -160,6 +163,9 @@ pub(crate) struct State {
     /// first; only the first may take memory as it frees up.
     mem_waiters: std::collections::BTreeSet<PartKey>,
     prove_busy: Vec<Option<WorkerTask>>,
+    /// Why each device (index into `parts.backends`) was taken out of
+    /// service, if it was: its prover workers take no more partitions.
+    out_of_service: Vec<Option<String>>,
     next_seq: u64,
     accepting: bool,
     stopping: bool,
@@ -221,6 +227,8 @@ pub struct EngineStatus {
     pub prover_devices: Vec<usize>,
     /// What each backend's accelerator reports (`None`: the CPU).
     pub devices: Vec<Option<cuzk_prover::DeviceInfo>>,
+    /// Why each backend's device was taken out of service, if it was.
+    pub out_of_service: Vec<Option<String>>,
     pub queues: Vec<QueueStatus>,
     pub synthesis_workers: Vec<Option<WorkerTask>>,
     pub prover_workers: Vec<Option<WorkerTask>>,
@@ -274,6 +282,7 @@ impl Engine {
             })
             .unzip();
         let prove_workers = worker_device.len();
+        let backends = parts.backends.len();
         let synthesis = synthesis::SynthesisSetup::new(&config, &parts.budget);
         let inner = Arc::new(Inner {
             synthesis,
@@ -286,6 +295,7 @@ impl Engine {
                 synth_busy: vec![None; synth_workers],
                 mem_waiters: Default::default(),
                 prove_busy: vec![None; prove_workers],
+                out_of_service: vec![None; backends],
                 next_seq: 0,
                 accepting: true,
                 stopping: false,
@@ -426,6 +436,7 @@ impl Engine {
             .collect();
         let budget = &self.inner.parts.budget;
         let (synthesis_workers, prover_workers) = (st.synth_busy.clone(), st.prove_busy.clone());
+        let out_of_service = st.out_of_service.clone();
         let (ready_partitions, completed, failed, cancelled) =
             (st.ready.len() as u32, st.completed, st.failed, st.cancelled);
         let waiting_for_memory = st.mem_waiters.len() as u32;
@@ -441,6 +452,7 @@ impl Engine {
                 .iter()
                 .map(|b| b.device())
                 .collect(),
+            out_of_service,
             queues,
             synthesis_workers,
             prover_workers,

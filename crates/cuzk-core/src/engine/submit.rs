@@ -86,6 +86,7 @@ impl Engine {
                 SubmitError::RequestIdConflict { .. } => "request_id_conflict",
                 SubmitError::ShuttingDown => "shutting_down",
                 SubmitError::Journal(_) => "journal",
+                SubmitError::NoDevice(_) => "no_device",
             };
             self.inner.metrics.rejected(reason);
             warn!(request_id = %raw.request_id, error = %e, "request refused");
@@ -134,6 +135,9 @@ impl Engine {
             let mut st = self.inner.lock();
             if !st.accepting {
                 return Err(SubmitError::ShuttingDown);
+            }
+            if let Some(why) = super::workers::no_device_in_service(&st, &self.inner) {
+                return Err(SubmitError::NoDevice(why));
             }
             prune_finished(&mut st, self.inner.config.job_retention);
             let mut superseded = None;

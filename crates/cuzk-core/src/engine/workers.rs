@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use blstrs::Scalar;
 use cuzk_circuits::PartitionSource;
 use cuzk_prover::srs::SectionCounts;
-use cuzk_prover::{AbcAt, HostBytes, ProverBackend, WitnessSize};
+use cuzk_prover::{AbcAt, HostBytes, ProverBackend, ProverError, WitnessSize};
 use ff::Field;
-use tracing::info;
+use tracing::{error, info};
 
 use super::{end_job, Inner, PartKey, ReadyPartition, State, WorkerTask};
 use crate::budget::{Claim, Reservation};
@@ -102,6 +102,9 @@ enum Step<T> {
     /// The worker gave way to a more urgent job while waiting for memory:
     /// the partition goes back to its job, to be synthesized later.
     Returned,
+    /// The device failed under the partition (a prover step only): the
+    /// device goes out of service, the partition back to its job.
+    Lost(String),
     Failed(String),
 }
 
@@ -142,7 +145,7 @@ fn synth_loop(inner: &Arc<Inner>, w: usize) {
                         .insert((Reverse(job.priority), job.seq), job.clone());
                 }
             }
-            Step::Failed(e) => {
+            Step::Failed(e) | Step::Lost(e) => {
                 job.run().active -= 1;
                 let outcome = job.outcome_now(JobStatus::Failed, Vec::new(), e, Duration::ZERO);
                 end_job(&mut st, inner, &job, outcome);
@@ -278,7 +281,7 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
         Step::Done(x) => x,
         Step::Dropped => return Step::Dropped,
         Step::Returned => return Step::Returned,
-        Step::Failed(e) => return Step::Failed(e),
+        Step::Failed(e) | Step::Lost(e) => return Step::Failed(e),
     };
     info!(target: "partition", job_id = %job.id, partition = k, bytes = reservation.bytes(), "synthesis start");
     let t = Instant::now();
@@ -454,7 +457,10 @@ fn prove_loop(inner: &Arc<Inner>, w: usize) {
                 if st.stopping {
                     return;
                 }
-                if let Some(part) = take_ready(&mut st, inner.prover_critical[w]) {
+                let in_service = st.out_of_service[inner.worker_device[w]].is_none();
+                if !in_service {
+                    // Out of service: this worker takes nothing more.
+                } else if let Some(part) = take_ready(&mut st, inner.prover_critical[w]) {
                     st.prove_busy[w] = Some(WorkerTask {
                         job_id: part.job.id.clone(),
                         kind: part.job.kind,
@@ -492,12 +498,74 @@ fn prove_loop(inner: &Arc<Inner>, w: usize) {
                 }
             }
             Step::Done(_) | Step::Dropped | Step::Returned => {}
+            Step::Lost(why) => device_lost(&mut st, inner, slot, (&job, k), why),
+            // Whatever a partition on a device already out of service ends
+            // with, it is proved again elsewhere.
+            Step::Failed(e) if st.out_of_service[slot].is_some() => {
+                device_lost(&mut st, inner, slot, (&job, k), e)
+            }
             Step::Failed(e) => {
                 let outcome = job.outcome_now(JobStatus::Failed, Vec::new(), e, Duration::ZERO);
                 end_job(&mut st, inner, &job, outcome);
             }
         }
     }
+}
+
+/// Device `slot` failed under partition `k` of `job`: the device goes out
+/// of service (its workers take nothing more), the partition back to its
+/// job to be synthesized again and proved on another device. With no
+/// device left in service, every job ends failed, saying why.
+fn device_lost(
+    st: &mut State,
+    inner: &Inner,
+    slot: usize,
+    (job, k): (&Arc<Job>, usize),
+    why: String,
+) {
+    let name = inner.parts.backends[slot].name();
+    if st.out_of_service[slot].is_none() {
+        error!(
+            device = %name,
+            job_id = %job.id,
+            partition = k,
+            "device out of service, its partitions go to the other devices: {why}"
+        );
+        inner.metrics.device_out_of_service(&name);
+        st.out_of_service[slot] = Some(why);
+    }
+    if !job.is_done() {
+        job.run().returned.push(k);
+        st.synth_queue
+            .insert((Reverse(job.priority), job.seq), job.clone());
+        inner.synth_cv.notify_all();
+    }
+    if let Some(why) = no_device_in_service(st, inner) {
+        let jobs: Vec<Arc<Job>> = st.jobs.values().filter(|j| !j.is_done()).cloned().collect();
+        for j in jobs {
+            let outcome = j.outcome_now(
+                JobStatus::Failed,
+                Vec::new(),
+                format!("no prover device is in service: {why}"),
+                Duration::ZERO,
+            );
+            end_job(st, inner, &j, outcome);
+        }
+    }
+}
+
+/// Why no device can prove, when every one is out of service: each
+/// device's name and reason.
+pub(super) fn no_device_in_service(st: &State, inner: &Inner) -> Option<String> {
+    let mut why = Vec::new();
+    for (slot, out) in st.out_of_service.iter().enumerate() {
+        why.push(format!(
+            "{}: {}",
+            inner.parts.backends[slot].name(),
+            out.as_ref()?
+        ));
+    }
+    Some(why.join("; "))
 }
 
 /// The most urgent ready partition, if this worker may take it (a worker
@@ -545,11 +613,11 @@ fn prove(
     info!(target: "partition", job_id = %job.id, partition = k, "prove start");
     let t = Instant::now();
     let proved = catch("the prover backend", || {
-        backend
-            .prove_with(&mut witnesses, &srs, &[r], &[s], &mut |_| {
+        Ok(
+            backend.prove_with(&mut witnesses, &srs, &[r], &[s], &mut |_| {
                 reservation.release(abc)
-            })
-            .map_err(|e| format!("partition {k}: {e}"))
+            }),
+        )
     });
     let took = t.elapsed();
     // The device copy's use, the rest of the reservation and the SRS lease
@@ -567,10 +635,12 @@ fn prove(
     inner.metrics.partition_stage(job.kind, "prove", took);
     info!(target: "partition", job_id = %job.id, partition = k, ms = took.as_millis() as u64, "prove end");
     match proved {
-        Ok((proofs, _)) => match proofs.first() {
+        Ok(Ok((proofs, _))) => match proofs.first() {
             Some(p) => Step::Done(p.to_bytes().to_vec()),
             None => Step::Failed("the backend returned no proof".into()),
         },
+        Ok(Err(e @ ProverError::Device(_))) => Step::Lost(format!("partition {k}: {e}")),
+        Ok(Err(e)) => Step::Failed(format!("partition {k}: {e}")),
         Err(e) => Step::Failed(e),
     }
 }

@@ -392,8 +392,79 @@ pub fn engine_with(shared: &Shared, config: EngineConfig, budget: u64) -> Engine
     engine_on(shared, config, MemoryBudget::new(budget))
 }
 
+/// A scripted device: proves as [`FakeBackend`] until it is made to fail,
+/// then fails every call as a lost device would.
+pub struct FakeDevice {
+    pub shared: Shared,
+    pub name: String,
+    pub failing: std::sync::atomic::AtomicBool,
+    /// (marker, partition) of every call, in order.
+    pub calls: Mutex<Vec<(u8, usize)>>,
+}
+
+impl FakeDevice {
+    pub fn new(shared: &Shared, name: &str) -> Arc<FakeDevice> {
+        Arc::new(FakeDevice {
+            shared: shared.clone(),
+            name: name.into(),
+            failing: Default::default(),
+            calls: Mutex::new(Vec::new()),
+        })
+    }
+    /// Every later call fails.
+    pub fn fail(&self) {
+        self.failing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    pub fn calls(&self) -> Vec<(u8, usize)> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+impl ProverBackend for FakeDevice {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+    fn host_bytes(&self, size: &cuzk_prover::WitnessSize) -> cuzk_prover::HostBytes {
+        cuzk_prover::CpuBackend.host_bytes(size)
+    }
+    fn prove_with(
+        &self,
+        witnesses: &mut [PartitionWitness],
+        srs: &SrsRef<'_>,
+        r: &[Scalar],
+        s: &[Scalar],
+        abc_freed: &mut dyn FnMut(usize),
+    ) -> Result<(Vec<Proof>, ProveStats), ProverError> {
+        let w = &witnesses[0];
+        let call = (
+            w.input[0].to_bytes_le()[0],
+            w.input[1].to_bytes_le()[0] as usize,
+        );
+        self.calls.lock().unwrap().push(call);
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(ProverError::Device(format!(
+                "{}: scripted device failure",
+                self.name
+            )));
+        }
+        FakeBackend(self.shared.clone()).prove_with(witnesses, srs, r, s, abc_freed)
+    }
+}
+
 /// A scripted engine on `budget`.
 pub fn engine_on(shared: &Shared, config: EngineConfig, budget: Arc<MemoryBudget>) -> Engine {
+    let backend: Arc<dyn ProverBackend> = Arc::new(FakeBackend(shared.clone()));
+    engine_on_devices(shared, config, budget, vec![backend])
+}
+
+/// A scripted engine on `budget` with one backend per device.
+pub fn engine_on_devices(
+    shared: &Shared,
+    config: EngineConfig,
+    budget: Arc<MemoryBudget>,
+    backends: Vec<Arc<dyn ProverBackend>>,
+) -> Engine {
     let loader = Arc::new(FakeLoader {
         points: 100,
         loads: Mutex::new(0),
@@ -409,7 +480,7 @@ pub fn engine_on(shared: &Shared, config: EngineConfig, budget: Arc<MemoryBudget
         config,
         EngineParts {
             system: Arc::new(FakeSystem(shared.clone())),
-            backends: vec![Arc::new(FakeBackend(shared.clone()))],
+            backends,
             srs,
             budget: budget.clone(),
             r1cs: Arc::new(cuzk_core::r1cs_manager::ConstraintSystems::new(

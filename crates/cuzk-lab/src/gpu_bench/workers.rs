@@ -1,6 +1,8 @@
 //! `gpu-bench --workers N`: the whole CUDA backend (the engine's path, not
 //! the per-stage calls) proving one synthetic partition-shaped input again
-//! and again with N worker threads sharing the device, SRS resident.
+//! and again with N worker threads sharing the device, SRS resident; with
+//! `--devices`, N workers on each of those devices, all fed from one queue
+//! (each device with the SRS on it, every proof the first device's).
 //!
 //! A feeder thread copies fresh a, b, c for every partition on
 //! `--feed-threads` threads (the backend consumes them, as it consumes a
@@ -30,6 +32,9 @@ use super::imp::{host_srs, make_input, ms, par_fill, par_fill_with, Input};
 /// a, b, c of one partition.
 type Abc = (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>);
 
+/// Each proved partition's device and proof bytes (or why it failed).
+type Results = Mutex<Vec<(usize, Result<Vec<u8>, cuzk_prover::ProverError>)>>;
+
 /// Copies in parallel (a witness at 2^27 is 17 GB).
 fn par_copy(v: &[Scalar]) -> Vec<Scalar> {
     par_fill(v.len(), |i| v[i])
@@ -50,8 +55,15 @@ fn witness(inp: &Input, abc: Abc) -> PartitionWitness {
     }
 }
 
+/// One device of the run: its backend and the SRS on it.
+struct OnDevice<'a> {
+    device: usize,
+    gpu: CudaBackend,
+    srs: SrsRef<'a>,
+}
+
 pub(crate) fn run(
-    gpu: &CudaBackend,
+    devices: &[usize],
     lg_n: u32,
     partitions: usize,
     workers: &[usize],
@@ -68,141 +80,223 @@ pub(crate) fn run(
         b_g2: &host.g2[..inp.b_len()],
         ..inp.vk_ref()
     };
-    let gpu = CudaBackend::with_placement(gpu.device(), SrsPlacement::Always).context("backend")?;
-    // The SRS on the device, as the daemon's SRS manager keeps it.
+    // The SRS on each device, as the daemon's SRS manager keeps it.
     let tier = DeviceTier::new();
     let size = WitnessSize {
         constraints: inp.n(),
         inputs: inp.input.len(),
         aux: inp.aux.len(),
     };
-    let lease = tier.on_device("gpu-bench", &srs, 0, &gpu, &size)?;
-    let srs = match lease.srs() {
-        Some(d) => srs.on_device(d),
-        None => bail!("the synthetic SRS does not fit on the device"),
-    };
+    let mut leases = Vec::new();
+    for (slot, &device) in devices.iter().enumerate() {
+        let gpu = CudaBackend::with_placement(device, SrsPlacement::Always)
+            .with_context(|| format!("CUDA device {device}"))?;
+        leases.push((
+            device,
+            tier.on_device("gpu-bench", &srs, slot, &gpu, &size)?,
+            gpu,
+        ));
+    }
+    let mut on = Vec::new();
+    for (device, lease, gpu) in &leases {
+        let Some(d) = lease.srs() else {
+            bail!("the synthetic SRS does not fit on device {device}");
+        };
+        on.push(OnDevice {
+            device: *device,
+            gpu: gpu.clone(),
+            srs: srs.on_device(d),
+        });
+    }
     let (r, s) = (&[Scalar::from(3u64)], &[Scalar::from(5u64)]);
     let feed = |v: &[Scalar]| par_fill_with(feed_threads, v.len(), |i| v[i]);
     let abc = || (feed(&inp.a), feed(&inp.b), feed(&inp.c));
 
-    // Warm-up (not timed): the SRS goes resident, buffers are allocated.
+    // Warm-up (not timed): the SRS goes resident, buffers are allocated;
+    // every device must give the first device's proof.
     let tw = Instant::now();
-    let (first, _) = gpu.prove(&mut [witness(&inp, abc())], &srs, r, s)?;
-    let reference = first[0].to_bytes();
-    println!(
-        "gpu_bench_workers_setup log_domain={lg_n} input_ms={:.0} warmup_ms={:.0} \
-         note=\"SRS resident; one warm-up partition not timed\"",
-        ms(t) - ms(tw),
-        ms(tw)
-    );
-
-    for &w in workers {
-        let tiers0 = gpu.staging_counts();
-        let (tx, rx) = sync_channel::<Abc>(1);
-        let rx = Mutex::new(rx);
-        let results = Mutex::new(Vec::new());
-        // The first partition's a, b, c are ready when the clock starts
-        // (the run measures proving, not the feeder's first copy).
-        if partitions > 0 {
-            tx.send(abc())?;
-        }
-        gpu.mark_gpu_timeline()?;
-        let busy0 = gpu.gpu_busy()?;
-        let t = Instant::now();
-        std::thread::scope(|sc| {
-            // The sender moves into the feeder, so the channel closes (and
-            // the workers stop) when it is done.
-            let feeder = |tx: std::sync::mpsc::SyncSender<Abc>| {
-                for p in 1..partitions {
-                    let t = Instant::now();
-                    let next = abc();
-                    println!("gpu_bench_workers_feed partition={p} copy_ms={:.0}", ms(t));
-                    if tx.send(next).is_err() {
-                        break;
-                    }
-                }
-            };
-            sc.spawn(move || feeder(tx));
-            for worker in 0..w {
-                let (rx, results, inp, gpu, srs) = (&rx, &results, &inp, &gpu, &srs);
-                sc.spawn(move || {
-                    // Each worker keeps its aux and densities between
-                    // partitions (the backend does not consume them).
-                    let mut wit: Option<PartitionWitness> = None;
-                    loop {
-                        let tw = Instant::now();
-                        let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                        let Ok(abc) = next else { break };
-                        let wait = ms(tw);
-                        let mut one = match wit.take() {
-                            Some(mut x) => {
-                                (x.a, x.b, x.c) = abc;
-                                x
-                            }
-                            None => witness(inp, abc),
-                        };
-                        let tp = Instant::now();
-                        let res = gpu.prove(std::slice::from_mut(&mut one), srs, r, s);
-                        if let Ok((_, st)) = &res {
-                            let d = |x: std::time::Duration| x.as_secs_f64() * 1e3;
-                            println!(
-                                "gpu_bench_workers_partition worker={worker} wait_ms={wait:.0} \
-                                 prove_ms={:.0} ntt_ms={:.0} h_ms={:.0} l_ms={:.0} a_ms={:.0} \
-                                 b_g1_ms={:.0} b_g2_ms={:.0} assembly_ms={:.0}",
-                                ms(tp),
-                                d(st.ntt),
-                                d(st.msm_h),
-                                d(st.msm_l),
-                                d(st.msm_a),
-                                d(st.msm_b_g1),
-                                d(st.msm_b_g2),
-                                d(st.assembly)
-                            );
-                        }
-                        wit = Some(one);
-                        let out = res.map(|(p, _)| p[0].to_bytes());
-                        results.lock().unwrap_or_else(|p| p.into_inner()).push(out);
-                    }
-                });
-            }
-        });
-        let wall = ms(t);
-        let busy = (gpu.gpu_busy()? - busy0).as_secs_f64() * 1e3;
-        let timeline = gpu.gpu_timeline()?;
-        let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-        let tiers = gpu.staging_counts() - tiers0;
-        let mut same = 0;
-        for r in &results {
-            match r {
-                Ok(bytes) => {
-                    same += usize::from(*bytes == reference);
-                }
-                Err(e) => println!("gpu_bench_workers_error workers={w} error={e:?}"),
-            }
-        }
-        println!(
-            "gpu_bench_workers log_domain={lg_n} workers={w} partitions={partitions} wall_ms={wall:.0} \
-             per_partition_ms={:.1} gpu_busy_ms={busy:.0} busy_share={:.3} gpu_span_ms={:.0} \
-             busy_share_gpu_clock={:.3} all={} a_only={} none={} fallbacks={} \
-             proofs_identical={same}/{partitions}",
-            wall / partitions as f64,
-            busy / wall,
-            timeline.last_end_ms.unwrap_or(0.0) - timeline.first_begin_ms.unwrap_or(0.0),
-            timeline.busy_share().unwrap_or(0.0),
-            tiers.all,
-            tiers.a_only,
-            tiers.none,
-            tiers.fallbacks
-        );
-        if same != partitions {
+    let mut reference = None;
+    for d in &on {
+        let (first, _) = d.gpu.prove(&mut [witness(&inp, abc())], &d.srs, r, s)?;
+        let bytes = first[0].to_bytes();
+        if *reference.get_or_insert(bytes) != bytes {
             bail!(
-                "{w} workers: {} of {partitions} proofs differ or failed",
-                partitions - same
+                "device {} proves the warm-up partition differently",
+                d.device
             );
         }
     }
-    gpu.release_buffers()?;
-    drop(lease);
+    let Some(reference) = reference else {
+        bail!("no device");
+    };
+    println!(
+        "gpu_bench_workers_setup log_domain={lg_n} devices={} input_ms={:.0} warmup_ms={:.0} \
+         note=\"SRS resident; one warm-up partition per device not timed\"",
+        list(devices),
+        ms(t) - ms(tw),
+        ms(tw)
+    );
+    for &w in workers {
+        one_count(&on, (lg_n, partitions, w), &abc, &inp, (r, s), &reference)?;
+    }
+    for d in &on {
+        d.gpu.release_buffers()?;
+    }
+    drop(on);
+    drop(leases);
     tier.forget("gpu-bench");
     Ok(())
+}
+
+fn list(devices: &[usize]) -> String {
+    let v: Vec<String> = devices.iter().map(|d| d.to_string()).collect();
+    v.join(",")
+}
+
+/// One run with `w` workers on every device.
+fn one_count(
+    on: &[OnDevice<'_>],
+    (lg_n, partitions, w): (u32, usize, usize),
+    abc: &(dyn Fn() -> Abc + Sync),
+    inp: &Input,
+    (r, s): (&[Scalar], &[Scalar]),
+    reference: &[u8],
+) -> Result<()> {
+    let tiers0: Vec<_> = on.iter().map(|d| d.gpu.staging_counts()).collect();
+    let (tx, rx) = sync_channel::<Abc>(on.len());
+    let rx = Mutex::new(rx);
+    let results = Mutex::new(Vec::new());
+    // The first partition's a, b, c are ready when the clock starts
+    // (the run measures proving, not the feeder's first copy).
+    if partitions > 0 {
+        tx.send(abc())?;
+    }
+    let mut busy0 = Vec::new();
+    for d in on {
+        d.gpu.mark_gpu_timeline()?;
+        busy0.push(d.gpu.gpu_busy()?);
+    }
+    let t = Instant::now();
+    std::thread::scope(|sc| {
+        // The sender moves into the feeder, so the channel closes (and
+        // the workers stop) when it is done.
+        let feeder = |tx: std::sync::mpsc::SyncSender<Abc>| {
+            for p in 1..partitions {
+                let t = Instant::now();
+                let next = abc();
+                println!("gpu_bench_workers_feed partition={p} copy_ms={:.0}", ms(t));
+                if tx.send(next).is_err() {
+                    break;
+                }
+            }
+        };
+        sc.spawn(move || feeder(tx));
+        for d in on {
+            for worker in 0..w {
+                let (rx, results) = (&rx, &results);
+                sc.spawn(move || prove_fed(d, worker, rx, results, inp, (r, s)));
+            }
+        }
+    });
+    let wall = ms(t);
+    let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    let (mut busy, mut shares) = (0.0, 0.0);
+    let mut tiers = cuzk_cuda::StagingCounts::default();
+    for (i, d) in on.iter().enumerate() {
+        let b = (d.gpu.gpu_busy()? - busy0[i]).as_secs_f64() * 1e3;
+        let timeline = d.gpu.gpu_timeline()?;
+        let share = timeline.busy_share().unwrap_or(0.0);
+        println!(
+            "gpu_bench_workers_device device={} workers={w} partitions={} gpu_busy_ms={b:.0} \
+             busy_share={:.3} busy_share_gpu_clock={share:.3}",
+            d.device,
+            results.iter().filter(|(dev, _)| *dev == d.device).count(),
+            b / wall
+        );
+        busy += b;
+        shares += share;
+        tiers += d.gpu.staging_counts() - tiers0[i];
+    }
+    let mut same = 0;
+    for (device, r) in &results {
+        match r {
+            Ok(bytes) => same += usize::from(bytes[..] == *reference),
+            Err(e) => println!("gpu_bench_workers_error device={device} workers={w} error={e:?}"),
+        }
+    }
+    let n = on.len() as f64;
+    println!(
+        "gpu_bench_workers log_domain={lg_n} devices={} workers={w} partitions={partitions} \
+         wall_ms={wall:.0} per_partition_ms={:.1} gpu_busy_ms={busy:.0} busy_share={:.3} \
+         busy_share_gpu_clock={:.3} all={} a_only={} none={} fallbacks={} \
+         proofs_identical={same}/{partitions}",
+        list(&on.iter().map(|d| d.device).collect::<Vec<_>>()),
+        wall / partitions as f64,
+        busy / (wall * n),
+        shares / n,
+        tiers.all,
+        tiers.a_only,
+        tiers.none,
+        tiers.fallbacks
+    );
+    if same != partitions {
+        bail!(
+            "{w} workers: {} of {partitions} proofs differ or failed",
+            partitions - same
+        );
+    }
+    Ok(())
+}
+
+/// A worker: proves what the feeder sends on device `d` until the feed
+/// ends, printing each partition's stages.
+fn prove_fed(
+    d: &OnDevice<'_>,
+    worker: usize,
+    rx: &Mutex<std::sync::mpsc::Receiver<Abc>>,
+    results: &Results,
+    inp: &Input,
+    (r, s): (&[Scalar], &[Scalar]),
+) {
+    // Each worker keeps its aux and densities between partitions (the
+    // backend does not consume them).
+    let mut wit: Option<PartitionWitness> = None;
+    loop {
+        let tw = Instant::now();
+        let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        let Ok(abc) = next else { break };
+        let wait = ms(tw);
+        let mut one = match wit.take() {
+            Some(mut x) => {
+                (x.a, x.b, x.c) = abc;
+                x
+            }
+            None => witness(inp, abc),
+        };
+        let tp = Instant::now();
+        let res = d.gpu.prove(std::slice::from_mut(&mut one), &d.srs, r, s);
+        if let Ok((_, st)) = &res {
+            let f = |x: std::time::Duration| x.as_secs_f64() * 1e3;
+            println!(
+                "gpu_bench_workers_partition device={} worker={worker} wait_ms={wait:.0} \
+                 prove_ms={:.0} ntt_ms={:.0} h_ms={:.0} l_ms={:.0} a_ms={:.0} \
+                 b_g1_ms={:.0} b_g2_ms={:.0} assembly_ms={:.0}",
+                d.device,
+                ms(tp),
+                f(st.ntt),
+                f(st.msm_h),
+                f(st.msm_l),
+                f(st.msm_a),
+                f(st.msm_b_g1),
+                f(st.msm_b_g2),
+                f(st.assembly)
+            );
+        }
+        wit = Some(one);
+        let out = res.map(|(p, _)| p[0].to_bytes().to_vec());
+        results
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((d.device, out));
+    }
 }
