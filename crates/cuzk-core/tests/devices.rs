@@ -146,6 +146,33 @@ async fn a_device_that_fails_mid_run_goes_out_of_service_and_the_other_proves_it
 }
 
 #[tokio::test]
+async fn a_job_proved_before_the_last_device_fails_still_completes() {
+    // Two workers per device: the one that proved the first job verifies
+    // it (held at the gate), the others meet the failures.
+    let s = shared();
+    let (e, [d0, d1]) = two_devices(&s, 2);
+    s.verify_gate.close();
+    let proved = e
+        .enqueue(request_of(porep(), 1, 1, Priority::Normal, None))
+        .unwrap();
+    until("the first job in verification", || {
+        s.verified.lock().unwrap().contains(&1)
+    })
+    .await;
+    d0.fail();
+    d1.fail();
+    let lost = e
+        .enqueue(request_of(porep(), 2, 1, Priority::Normal, None))
+        .unwrap();
+    let o = outcome(&e, &lost.job_id).await;
+    assert_eq!(o.status, JobStatus::Failed);
+    assert!(!e.job(&proved.job_id).unwrap().is_done());
+    s.verify_gate.open();
+    let o = outcome(&e, &proved.job_id).await;
+    assert_eq!(o.status, JobStatus::Completed, "{}", o.error);
+}
+
+#[tokio::test]
 async fn with_every_device_out_of_service_jobs_fail_saying_why_and_new_ones_are_refused() {
     let s = shared();
     let (e, [d0, d1]) = two_devices(&s, 1);

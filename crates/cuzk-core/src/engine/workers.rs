@@ -541,7 +541,18 @@ fn device_lost(
         inner.synth_cv.notify_all();
     }
     if let Some(why) = no_device_in_service(st, inner) {
-        let jobs: Vec<Arc<Job>> = st.jobs.values().filter(|j| !j.is_done()).cloned().collect();
+        // Jobs with every partition proved are being verified: they end
+        // as their proofs say.
+        let needs_prover = |j: &Arc<Job>| {
+            let run = j.run();
+            !j.is_done() && run.partitions != Some(run.proved)
+        };
+        let jobs: Vec<Arc<Job>> = st
+            .jobs
+            .values()
+            .filter(|j| needs_prover(j))
+            .cloned()
+            .collect();
         for j in jobs {
             let outcome = j.outcome_now(
                 JobStatus::Failed,

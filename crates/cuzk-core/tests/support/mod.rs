@@ -74,6 +74,7 @@ pub struct Scripted {
     pub verified: Mutex<Vec<u8>>,
     pub prove_gate: Gate,
     pub synth_gate: Gate,
+    pub verify_gate: Gate,
     pub entered: Condvar,
     /// Simulated time per prove.
     pub prove_time: Mutex<Duration>,
@@ -241,6 +242,8 @@ impl ProofSystem for FakeSystem {
     ) -> Result<bool, cuzk_core::ProofSystemError> {
         let (marker, partitions) = marker(req);
         self.0.verified.lock().unwrap().push(marker);
+        self.0.entered.notify_all();
+        self.0.verify_gate.pass();
         // A BadProof job's backend returns identity points: reject them.
         Ok(proof.len() == 192 * partitions && self.0.get(marker) != Script::BadProof)
     }
