@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# 32 GiB PoRep C2 (and WinningPoSt) through a cuzk-daemon with the CUDA
-# backend, on the device tool's H200, from the repository root:
+# 32 GiB proofs of every kind through a cuzk-daemon with the CUDA backend,
+# on the device tool's H200, from the repository root:
 #
 #   scripts/device/porep32.sh DAEMON CLIENT [LOGDIR]
 #
@@ -18,7 +18,14 @@
 #              flight (with a, b and c on the GPU only);
 # once per daemon configuration ($CONFIGS, below). The `snap` configuration
 # then deletes the PoRep parameters, makes SnapDeals' (~30 GB; recorded
-# beside them as for PoRep) and proves 32 GiB SnapDeals (16 partitions).
+# beside them as for PoRep) and proves 32 GiB SnapDeals (16 partitions);
+# `wpost` does the same for WindowPoSt (~47 GB, one partition of 2,349
+# sectors) and proves one WindowPoSt, then WindowPoSts and WinningPoSts
+# together.
+# Each stress run is bounded ($RUN_TIMEOUT seconds, default 900): a run
+# that does not end in time is logged as stalled, the daemon's threads are
+# dumped (cuda-gdb, where it can attach) into stall-*.txt and the script
+# goes on, so a hung daemon cannot spend a whole device session.
 # nvidia-smi samples GPU use and memory every 250 ms into smi-*.csv; the
 # daemon's GetStatus (busy seconds per device) is written after each run.
 # It takes longer than one device call: start it with setsid in the
@@ -105,11 +112,15 @@ EOF
       winning) args=(--mix porep,winning-post --jobs "${WINNING_JOBS:-12}" --concurrency 4 --seed 7) ;;
       snap-first) args=(--mix snap --jobs 1 --concurrency 1) ;;
       snap-isolated) args=(--mix snap --jobs 2 --concurrency 1) ;;
+      wpost-first) args=(--mix window-post --jobs 1 --concurrency 1) ;;
+      wpost-winning) args=(--mix window-post,winning-post --jobs 6 --concurrency 3 --seed 7) ;;
     esac
     step "$cfg $run"
     sample "$cfg-$run"
-    "$LAB" stress --addr "http://$ADDR" --sector-size 32GiB --verbose \
-      --priority porep=normal,winning-post=critical "${args[@]}" > "$L/$cfg-$run.log" 2>&1
+    timeout "${RUN_TIMEOUT:-900}" "$LAB" stress --addr "http://$ADDR" --sector-size 32GiB --verbose \
+      --priority porep=normal,window-post=normal,winning-post=critical "${args[@]}" \
+      > "$L/$cfg-$run.log" 2>&1
+    [ $? -eq 124 ] && stalled "$cfg-$run"
     kill "$SMI" 2>/dev/null
     "$B" status --addr "http://$ADDR" > "$L/status-$cfg-$run.txt" 2>&1
     step "$cfg $run done: $(tail -1 "$L/$cfg-$run.log")"
@@ -122,26 +133,40 @@ EOF
   step "$cfg daemon stopped: $(grep -o 'Maximum resident set size.*' "$L/daemon-$cfg.log")"
 }
 
-# SnapDeals' parameters and recording, in place of PoRep's (the disk holds
-# one of them).
-snap_prep() {
-  step "snap prep: deleting the PoRep parameters"
-  rm -f "$P"/*stacked-proof-of-replication*.params
-  step snap-record
-  $TIME "$LAB" synth-bench --kind snap --sector-size 32GiB --fixtures "$F" --params "$P" \
-    --partition 0 --child record > "$L/record-snap.log" 2>&1 &
+# A run that did not end in $RUN_TIMEOUT: the daemon's threads, where
+# cuda-gdb can attach (the image has no gdb), and the daemon's status.
+stalled() {
+  step "$1 STALLED after ${RUN_TIMEOUT:-900} s: threads in stall-$1.txt"
+  local pid
+  pid=$(pgrep -x cuzk-daemon | head -1)
+  [ -n "$pid" ] && timeout 120 cuda-gdb -batch -p "$pid" -ex "thread apply all bt" \
+    > "$L/stall-$1.txt" 2>&1
+  timeout 10 "$B" status --addr "http://$ADDR" >> "$L/stall-$1.txt" 2>&1
+}
+
+# A big circuit's parameters and recording in place of the last one's (the
+# disk holds one ~30–47 GB file; WinningPoSt's small one stays): KIND is
+# snap or window-post.
+big_prep() {
+  local kind=$1
+  step "$kind prep: deleting the other large parameters"
+  find "$P" -name '*.params' -size +2G -delete
+  step "$kind record"
+  $TIME "$LAB" synth-bench --kind "$kind" --sector-size 32GiB --fixtures "$F" --params "$P" \
+    --partition 0 --child record > "$L/record-$kind.log" 2>&1 &
   REC=$!
-  step params-snap
-  $TIME "$B" gen-params --kind snap --sector-size 32GiB > "$L/params-snap.log" 2>&1
+  step "params-$kind"
+  $TIME "$B" gen-params --kind "$kind" --sector-size 32GiB > "$L/params-$kind.log" 2>&1
   wait "$REC"
-  step "snap recorded: $(grep -o 'wall_ms[^,]*' "$L/record-snap.log" | head -1)"
+  step "$kind recorded: $(grep -o 'wall_ms[^,]*' "$L/record-$kind.log" | head -1)"
   df -h / | tail -1 >> "$L/machine.txt"
 }
 
 for cfg in ${CONFIGS:-device host}; do
   case $cfg in
     device) daemon_runs device true "${DEVICE_RUNS:-first isolated pipelined winning}" ;;
-    snap) snap_prep; daemon_runs snap true "snap-first snap-isolated" ;;
+    snap) big_prep snap; daemon_runs snap true "snap-first snap-isolated" ;;
+    wpost) big_prep window-post; daemon_runs wpost true "${WPOST_RUNS:-wpost-first wpost-winning}" ;;
     host) daemon_runs host false "first isolated pipelined" ;;
     device-again) daemon_runs device2 true "first isolated pipelined" ;;
   esac

@@ -15,6 +15,7 @@
 mod check_circuits;
 mod gpu_bench;
 mod gpu_stress;
+mod peer_bench;
 mod prover_bench;
 mod srs_cmd;
 mod stress;
@@ -235,6 +236,26 @@ enum Command {
         #[command(flatten)]
         fixtures: FixtureArgs,
     },
+    /// Our CUDA backend and stock supraseal-c2 proving the same partition
+    /// of the fixtures' proof (same `.params`, witness, r and s; proofs
+    /// compared); ends with `peer-bench ... cuzk_ms=.. supraseal_ms=..
+    /// ratio_vs_supraseal=.. proofs_identical=..`. Needs `--features
+    /// supraseal`.
+    PeerBench {
+        #[arg(long, value_parser = parse_kind, default_value = "porep")]
+        kind: ProofKind,
+        /// The partition proved.
+        #[arg(long, default_value_t = 0)]
+        partition: usize,
+        /// Timed proofs per prover (after one untimed).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// CUDA device.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+        #[command(flatten)]
+        fixtures: FixtureArgs,
+    },
     /// Time bellperson's CPU prover and ours on the same circuit, SRS, r and
     /// s; ends with `ratio_vs_bellperson=<x>`.
     ProverBench {
@@ -374,6 +395,21 @@ fn main() -> Result<()> {
                 Ok(())
             }
         }
+        Command::PeerBench {
+            kind,
+            partition,
+            runs,
+            device,
+            fixtures,
+        } => peer_bench::run(
+            &fixtures.selection(),
+            peer_bench::Opts {
+                kind,
+                partition,
+                runs,
+                device,
+            },
+        ),
         Command::Srs {
             kind,
             checked,

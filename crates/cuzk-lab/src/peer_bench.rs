@@ -1,0 +1,274 @@
+//! `peer-bench`: our CUDA backend and stock supraseal-c2 (crates.io 0.1.2,
+//! the GPU prover behind bellperson's `cuda-supraseal` feature, which
+//! Curio's reference daemon uses) proving the same partition of a real
+//! proof from the fixtures, in one process, one after the other.
+//!
+//! Both read the same `.params` file and prove the one witness (our
+//! synthesis) with the same r and s, so their proofs must be byte-identical;
+//! where the proof has one partition it is also verified with
+//! filecoin-proofs' verifier. Each prover first proves once untimed (its SRS
+//! goes to the device, buffers are allocated), then `--runs` times timed:
+//! the wall time of the call, from a witness in host memory to the proof
+//! (for ours also the GPU busy time its kernel regions report). Supraseal
+//! goes first and its SRS is dropped before ours is loaded, so the card
+//! holds one SRS at a time. Ends with `peer-bench kind=K sector_size=S
+//! partition=P cuzk_ms=.. supraseal_ms=.. ratio_vs_supraseal=<supraseal /
+//! cuzk> proofs_identical=true`; exits non-zero when the proofs differ or
+//! do not verify. Needs `--features supraseal` (nvcc at build time).
+
+use anyhow::Result;
+use cuzk_core::ProofKind;
+
+use crate::select::Selection;
+
+/// What `peer-bench` measures.
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "supraseal"), allow(dead_code))]
+pub struct Opts {
+    pub kind: ProofKind,
+    pub partition: usize,
+    pub runs: usize,
+    pub device: usize,
+}
+
+#[cfg(not(feature = "supraseal"))]
+pub fn run(_sel: &Selection, _opts: Opts) -> Result<()> {
+    anyhow::bail!("peer-bench needs supraseal-c2: rebuild cuzk-lab with `--features supraseal`")
+}
+
+#[cfg(feature = "supraseal")]
+pub use imp::run;
+
+#[cfg(feature = "supraseal")]
+mod imp {
+    use std::path::Path;
+    use std::time::Instant;
+
+    use anyhow::{bail, Context, Result};
+    use blstrs::{G1Affine, G2Affine, Scalar};
+    use cuzk_core::device_tier::DeviceTier;
+    use cuzk_core::params::param_files;
+    use cuzk_core::prover::proof_circuits;
+    use cuzk_cuda::{CudaBackend, SrsPlacement};
+    use cuzk_prover::backend::ProverBackend;
+    use cuzk_prover::srs::{ParamsFile, SubgroupCheck};
+    use cuzk_prover::{PartitionWitness, WitnessSize};
+    use group::prime::PrimeCurveAffine;
+
+    use super::{Opts, Selection};
+
+    /// A proof as supraseal writes it: blst affine points, in this order.
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct RawProof {
+        a: G1Affine,
+        b: G2Affine,
+        c: G1Affine,
+    }
+
+    impl RawProof {
+        fn bytes(&self) -> Vec<u8> {
+            let mut out = self.a.to_compressed().to_vec();
+            out.extend_from_slice(&self.b.to_compressed());
+            out.extend_from_slice(&self.c.to_compressed());
+            out
+        }
+    }
+
+    /// One prover's runs: wall ms of each timed call, GPU busy ms (ours
+    /// only), the SRS's load and the proof.
+    struct Timed {
+        srs_load_ms: f64,
+        wall_ms: Vec<f64>,
+        gpu_ms: Vec<f64>,
+        proof: Vec<u8>,
+    }
+
+    impl Timed {
+        fn mean(v: &[f64]) -> f64 {
+            v.iter().sum::<f64>() / v.len().max(1) as f64
+        }
+    }
+
+    fn ms(d: std::time::Duration) -> f64 {
+        d.as_secs_f64() * 1000.0
+    }
+
+    pub fn run(sel: &Selection, opts: Opts) -> Result<()> {
+        if opts.runs == 0 {
+            bail!("--runs must be at least 1");
+        }
+        let (fixtures, req) = cuzk_bench::commands::fixture_request(sel, opts.kind)?;
+        let circuits = proof_circuits(&req)?;
+        let source = circuits.source();
+        let n = source.partitions();
+        if opts.partition >= n {
+            bail!("--partition {}: the proof has {n}", opts.partition);
+        }
+        let params = param_files(req.proof_type)?.params;
+        let t = Instant::now();
+        let w = source.synthesize(opts.partition)?.witness;
+        println!(
+            "peer_bench_setup kind={} sector_size={} partition={} partitions={n} \
+             constraints={} aux={} synthesis_ms={:.0} params={}",
+            opts.kind.as_str(),
+            sel.size.name(),
+            opts.partition,
+            w.a.len(),
+            w.aux.len(),
+            ms(t.elapsed()),
+            params.display()
+        );
+        let (r, s) = (Scalar::from(7u64), Scalar::from(11u64));
+        let peer = supraseal(&params, &w, (r, s), opts)?;
+        report("supraseal", &peer);
+        let ours = cuzk(&params, &w, (r, s), opts)?;
+        report("cuzk", &ours);
+        let identical = ours.proof == peer.proof;
+        let verified = match n {
+            1 => Some(fixtures.verify(opts.kind, &ours.proof)?),
+            _ => None,
+        };
+        let (c, p) = (Timed::mean(&ours.wall_ms), Timed::mean(&peer.wall_ms));
+        println!(
+            "peer-bench kind={} sector_size={} partition={} runs={} cuzk_ms={c:.1} \
+             cuzk_gpu_ms={:.1} supraseal_ms={p:.1} ratio_vs_supraseal={:.2} \
+             proofs_identical={identical} verified={}",
+            opts.kind.as_str(),
+            sel.size.name(),
+            opts.partition,
+            opts.runs,
+            Timed::mean(&ours.gpu_ms),
+            p / c,
+            verified.map_or("n/a (one partition of several)".into(), |v| v.to_string()),
+        );
+        if !identical {
+            bail!("supraseal-c2 and cuzk made different proofs from the same witness, r and s");
+        }
+        if verified == Some(false) {
+            bail!("the proof does not verify");
+        }
+        Ok(())
+    }
+
+    fn report(who: &str, t: &Timed) {
+        let list = |v: &[f64]| {
+            v.iter()
+                .map(|x| format!("{x:.1}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        println!(
+            "peer_bench_prover prover={who} srs_load_ms={:.0} wall_ms={} gpu_ms={}",
+            t.srs_load_ms,
+            list(&t.wall_ms),
+            list(&t.gpu_ms)
+        );
+    }
+
+    /// supraseal-c2 on the witness (it reads, never consumes, the vectors).
+    fn supraseal(
+        params: &Path,
+        w: &PartitionWitness,
+        (r, s): (Scalar, Scalar),
+        opts: Opts,
+    ) -> Result<Timed> {
+        let t = Instant::now();
+        let srs = supraseal_c2::SRS::try_new(params.to_path_buf(), true)
+            .map_err(|e| anyhow::anyhow!("supraseal-c2 SRS from {}: {e:?}", params.display()))?;
+        let srs_load_ms = ms(t.elapsed());
+        let mut proof = [RawProof {
+            a: G1Affine::identity(),
+            b: G2Affine::identity(),
+            c: G1Affine::identity(),
+        }];
+        let mut prove = || {
+            supraseal_c2::generate_groth16_proof(
+                &[w.a.as_ptr()],
+                &[w.b.as_ptr()],
+                &[w.c.as_ptr()],
+                w.a.len(),
+                &[w.input.as_ptr()],
+                &[w.aux.as_ptr()],
+                w.input.len(),
+                w.aux.len(),
+                w.a_aux_density.words(),
+                w.b_input_density.words(),
+                w.b_aux_density.words(),
+                w.a_aux_density.count(),
+                w.b_input_density.count(),
+                w.b_aux_density.count(),
+                1,
+                &[r],
+                &[s],
+                &mut proof,
+                &srs,
+            )
+        };
+        prove();
+        let mut wall_ms = Vec::new();
+        for _ in 0..opts.runs {
+            let t = Instant::now();
+            prove();
+            wall_ms.push(ms(t.elapsed()));
+        }
+        Ok(Timed {
+            srs_load_ms,
+            wall_ms,
+            gpu_ms: Vec::new(),
+            proof: proof[0].bytes(),
+        })
+    }
+
+    /// Our CUDA backend, SRS resident as the daemon keeps it; each call
+    /// proves a copy of the witness (the backend consumes it), made before
+    /// the clock starts.
+    fn cuzk(
+        params: &Path,
+        w: &PartitionWitness,
+        (r, s): (Scalar, Scalar),
+        opts: Opts,
+    ) -> Result<Timed> {
+        let t = Instant::now();
+        let host = ParamsFile::open(params)?.decode(SubgroupCheck::None)?;
+        let srs = host.as_srs_ref();
+        let gpu = CudaBackend::with_placement(opts.device, SrsPlacement::Always)
+            .with_context(|| format!("CUDA device {}", opts.device))?;
+        let tier = DeviceTier::new();
+        let size = WitnessSize {
+            constraints: w.a.len(),
+            inputs: w.input.len(),
+            aux: w.aux.len(),
+        };
+        let lease = tier.on_device("peer-bench", &srs, 0, &gpu, &size)?;
+        let Some(on) = lease.srs() else {
+            bail!("the SRS does not fit on device {}", opts.device);
+        };
+        let srs = srs.on_device(on);
+        let srs_load_ms = ms(t.elapsed());
+        let (r, s) = (&[r], &[s]);
+        let (first, _) = gpu.prove(&mut [w.clone()], &srs, r, s)?;
+        let proof = first[0].to_bytes().to_vec();
+        let (mut wall_ms, mut gpu_ms) = (Vec::new(), Vec::new());
+        for _ in 0..opts.runs {
+            let mut copy = [w.clone()];
+            let busy = gpu.gpu_busy()?;
+            let t = Instant::now();
+            let (proofs, _) = gpu.prove(&mut copy, &srs, r, s)?;
+            wall_ms.push(ms(t.elapsed()));
+            gpu_ms.push(ms(gpu.gpu_busy()? - busy));
+            if proofs[0].to_bytes()[..] != proof[..] {
+                bail!("cuzk proved the same witness differently on a later run");
+            }
+        }
+        gpu.release_buffers()?;
+        drop(lease);
+        tier.forget("peer-bench");
+        Ok(Timed {
+            srs_load_ms,
+            wall_ms,
+            gpu_ms,
+            proof,
+        })
+    }
+}
