@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use cuzk_core::budget::MemoryBudget;
 use cuzk_core::config::EngineConfig;
-use cuzk_core::{AwaitOutcome, Engine, JobOutcome, JobStatus, Priority, SubmitError};
+use cuzk_core::{Engine, JobStatus, Priority, SubmitError};
 use support::*;
 
 /// An engine on two scripted devices with `workers` prover workers each.
@@ -32,17 +32,6 @@ fn two_devices(s: &Shared, workers: usize) -> (Engine, [Arc<FakeDevice>; 2]) {
         devices.iter().map(|d| d.clone() as _).collect(),
     );
     (e, devices)
-}
-
-async fn outcome(e: &Engine, id: &str) -> Arc<JobOutcome> {
-    match e
-        .await_job(id, Some(Duration::from_secs(30)))
-        .await
-        .unwrap()
-    {
-        AwaitOutcome::Done(o) => o,
-        AwaitOutcome::Timeout => panic!("job {id} did not finish"),
-    }
 }
 
 /// Polls until `cond` holds (at most 10 s).
@@ -67,7 +56,7 @@ async fn the_partitions_of_one_job_spread_over_both_devices() {
     })
     .await;
     s.prove_gate.open();
-    let o = outcome(&e, &job.job_id).await;
+    let o = done(&e, &job.job_id).await;
     assert_eq!(o.status, JobStatus::Completed, "{}", o.error);
     assert_eq!(d0.calls().len() + d1.calls().len(), 4);
     assert_eq!(e.status().out_of_service, vec![None, None]);
@@ -86,15 +75,12 @@ async fn a_critical_job_takes_the_free_worker_of_the_other_device() {
     let win = e
         .enqueue(request_of(winning(), 9, 1, Priority::Critical, None))
         .unwrap();
-    let o = outcome(&e, &win.job_id).await;
+    let o = done(&e, &win.job_id).await;
     assert_eq!(o.status, JobStatus::Completed, "{}", o.error);
     assert!(!e.job(&porep.job_id).unwrap().is_done());
     assert_eq!(devices[1 - busy].calls(), vec![(9, 0)]);
     s.release(1);
-    assert_eq!(
-        outcome(&e, &porep.job_id).await.status,
-        JobStatus::Completed
-    );
+    assert_eq!(done(&e, &porep.job_id).await.status, JobStatus::Completed);
 }
 
 #[tokio::test]
@@ -115,7 +101,7 @@ async fn a_device_that_fails_mid_run_goes_out_of_service_and_the_other_proves_it
     d1.fail();
     s.prove_gate.open();
     for j in &jobs {
-        let o = outcome(&e, &j.job_id).await;
+        let o = done(&e, &j.job_id).await;
         assert_eq!(o.status, JobStatus::Completed, "{}: {}", j.job_id, o.error);
     }
     let st = e.status();
@@ -137,7 +123,7 @@ async fn a_device_that_fails_mid_run_goes_out_of_service_and_the_other_proves_it
     let more = e
         .enqueue(request_of(porep(), 5, 3, Priority::Normal, None))
         .unwrap();
-    assert_eq!(outcome(&e, &more.job_id).await.status, JobStatus::Completed);
+    assert_eq!(done(&e, &more.job_id).await.status, JobStatus::Completed);
     assert_eq!(
         d1.calls().len(),
         failed_after,
@@ -164,11 +150,11 @@ async fn a_job_proved_before_the_last_device_fails_still_completes() {
     let lost = e
         .enqueue(request_of(porep(), 2, 1, Priority::Normal, None))
         .unwrap();
-    let o = outcome(&e, &lost.job_id).await;
+    let o = done(&e, &lost.job_id).await;
     assert_eq!(o.status, JobStatus::Failed);
     assert!(!e.job(&proved.job_id).unwrap().is_done());
     s.verify_gate.open();
-    let o = outcome(&e, &proved.job_id).await;
+    let o = done(&e, &proved.job_id).await;
     assert_eq!(o.status, JobStatus::Completed, "{}", o.error);
 }
 
@@ -181,7 +167,7 @@ async fn with_every_device_out_of_service_jobs_fail_saying_why_and_new_ones_are_
     let job = e
         .enqueue(request_of(porep(), 1, 2, Priority::Normal, None))
         .unwrap();
-    let o = outcome(&e, &job.job_id).await;
+    let o = done(&e, &job.job_id).await;
     assert_eq!(o.status, JobStatus::Failed);
     for part in ["no prover device is in service", "scripted:0", "scripted:1"] {
         assert!(o.error.contains(part), "{part:?} not in {:?}", o.error);

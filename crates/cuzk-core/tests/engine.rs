@@ -5,24 +5,12 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use cuzk_core::config::EngineConfig;
 use cuzk_core::engine::SubmitError;
-use cuzk_core::{AwaitOutcome, Engine, JobError, JobOutcome, JobStatus, Priority};
+use cuzk_core::{AwaitOutcome, JobError, JobStatus, Priority};
 use support::*;
-
-async fn done(engine: &Engine, job_id: &str) -> Arc<JobOutcome> {
-    match engine
-        .await_job(job_id, Some(Duration::from_secs(30)))
-        .await
-        .unwrap()
-    {
-        AwaitOutcome::Done(o) => o,
-        AwaitOutcome::Timeout => panic!("job {job_id} did not finish"),
-    }
-}
 
 #[tokio::test]
 async fn critical_job_overtakes_queued_normal_jobs() {

@@ -5,22 +5,10 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use cuzk_core::{AwaitOutcome, Engine, JobOutcome, JobStatus, Priority};
+use cuzk_core::{Engine, JobStatus, Priority};
 use support::*;
-
-async fn done(engine: &Engine, job_id: &str) -> Arc<JobOutcome> {
-    match engine
-        .await_job(job_id, Some(Duration::from_secs(30)))
-        .await
-        .unwrap()
-    {
-        AwaitOutcome::Done(o) => o,
-        AwaitOutcome::Timeout => panic!("job {job_id} did not finish"),
-    }
-}
 
 fn superseded_count(e: &Engine, old_job: &str) -> u64 {
     let text = e.metrics_text();

@@ -14,7 +14,7 @@ use cuzk_core::budget::MemoryBudget;
 use cuzk_core::config::EngineConfig;
 use cuzk_core::engine::{EngineParts, ProofSystem};
 use cuzk_core::srs_manager::{LoadError, SrsData, SrsLoader, SrsManager};
-use cuzk_core::{Engine, Priority, ProofInput, ProofRequest, ProofType};
+use cuzk_core::{AwaitOutcome, Engine, JobOutcome, Priority, ProofInput, ProofRequest, ProofType};
 use cuzk_prover::srs::{SectionCounts, Srs, VerifyingKeyPoints};
 use cuzk_prover::{
     PartitionWitness, Proof, ProveStats, ProverBackend, ProverError, SrsRef, Synthesized,
@@ -378,6 +378,18 @@ impl FakeLoader {
     }
 }
 
+/// The outcome of job `job_id` (it must end within 30 s).
+pub async fn done(engine: &Engine, job_id: &str) -> Arc<JobOutcome> {
+    match engine
+        .await_job(job_id, Some(Duration::from_secs(30)))
+        .await
+        .unwrap()
+    {
+        AwaitOutcome::Done(o) => o,
+        AwaitOutcome::Timeout => panic!("job {job_id} did not finish"),
+    }
+}
+
 /// Waits until `n` synthesized partitions wait for a prover.
 pub async fn wait_ready(e: &Engine, n: u32) {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -414,7 +426,8 @@ impl FakeDevice {
             calls: Mutex::new(Vec::new()),
         })
     }
-    /// Every later call fails.
+    /// The device is lost: every later call fails, and so does every call
+    /// in progress (held at the prove gate) when it returns.
     pub fn fail(&self) {
         self.failing
             .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -445,13 +458,19 @@ impl ProverBackend for FakeDevice {
             w.input[1].to_bytes_le()[0] as usize,
         );
         self.calls.lock().unwrap().push(call);
-        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(ProverError::Device(format!(
-                "{}: scripted device failure",
-                self.name
-            )));
+        let lost = || {
+            self.failing
+                .load(std::sync::atomic::Ordering::SeqCst)
+                .then(|| ProverError::Device(format!("{}: scripted device failure", self.name)))
+        };
+        if let Some(e) = lost() {
+            return Err(e);
         }
-        FakeBackend(self.shared.clone()).prove_with(witnesses, srs, r, s, abc_freed)
+        let proved = FakeBackend(self.shared.clone()).prove_with(witnesses, srs, r, s, abc_freed);
+        match lost() {
+            Some(e) => Err(e),
+            None => proved,
+        }
     }
 }
 
