@@ -240,7 +240,7 @@ enum Command {
     /// of the fixtures' proof (same `.params`, witness, r and s; proofs
     /// compared); ends with `peer-bench ... cuzk_ms=.. supraseal_ms=..
     /// ratio_vs_supraseal=.. proofs_identical=..`. Needs `--features
-    /// supraseal`.
+    /// cuda` and `cuzk-peer` built with `--features supraseal`.
     PeerBench {
         #[arg(long, value_parser = parse_kind, default_value = "porep")]
         kind: ProofKind,
@@ -253,6 +253,9 @@ enum Command {
         /// CUDA device.
         #[arg(long, default_value_t = 0)]
         device: usize,
+        /// The `cuzk-peer` binary [default: beside this one].
+        #[arg(long)]
+        peer: Option<PathBuf>,
         #[command(flatten)]
         fixtures: FixtureArgs,
     },
@@ -400,6 +403,7 @@ fn main() -> Result<()> {
             partition,
             runs,
             device,
+            peer,
             fixtures,
         } => peer_bench::run(
             &fixtures.selection(),
@@ -408,6 +412,7 @@ fn main() -> Result<()> {
                 partition,
                 runs,
                 device,
+                peer,
             },
         ),
         Command::Srs {

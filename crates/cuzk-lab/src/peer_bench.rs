@@ -1,51 +1,56 @@
-//! `peer-bench`: our CUDA backend and stock supraseal-c2 (crates.io 0.1.2,
-//! the GPU prover behind bellperson's `cuda-supraseal` feature, which
-//! Curio's reference daemon uses) proving the same partition of a real
-//! proof from the fixtures, in one process, one after the other.
+//! `peer-bench`: stock supraseal-c2 (crates.io 0.1.2, the GPU prover behind
+//! bellperson's `cuda-supraseal` feature, which Curio's reference daemon
+//! uses) and our CUDA backend proving the same partition of a real proof
+//! from the fixtures, one after the other.
 //!
-//! Both read the same `.params` file and prove the one witness (our
-//! synthesis) with the same r and s, so their proofs must be byte-identical;
-//! where the proof has one partition it is also verified with
-//! filecoin-proofs' verifier. Each prover first proves once untimed (its SRS
-//! goes to the device, buffers are allocated), then `--runs` times timed:
-//! the wall time of the call, from a witness in host memory to the proof
-//! (for ours also the GPU busy time its kernel regions report). Supraseal
-//! goes first and its SRS is dropped before ours is loaded, so the card
-//! holds one SRS at a time. Ends with `peer-bench kind=K sector_size=S
-//! partition=P cuzk_ms=.. supraseal_ms=.. ratio_vs_supraseal=<supraseal /
-//! cuzk> proofs_identical=true`; exits non-zero when the proofs differ or
-//! do not verify. Needs `--features supraseal` (nvcc at build time).
+//! supraseal-c2 runs in a child process, `cuzk-peer` (a crate of its own:
+//! it and our backend both compile sppark's kernels, whose symbols clash in
+//! one binary), then ours here, so the card holds one SRS at a time. Both
+//! read the same `.params` file and prove the same witness (our synthesis,
+//! made in each process) with r = 7 and s = 11, so their proofs must be
+//! byte-identical; where the proof has one partition it is also verified
+//! with filecoin-proofs' verifier. Each prover first proves once untimed
+//! (its SRS goes to the device, buffers are allocated), then `--runs` times
+//! timed: the wall time of the call, from a witness in host memory to the
+//! proof (for ours also the GPU busy time its kernel regions report). Ends
+//! with `peer-bench kind=K sector_size=S partition=P cuzk_ms=..
+//! supraseal_ms=.. ratio_vs_supraseal=<supraseal / cuzk>
+//! proofs_identical=true`; exits non-zero when the proofs differ or do not
+//! verify. Needs `--features cuda` here and `cuzk-peer` built with
+//! `--features supraseal`.
 
-use anyhow::Result;
 use cuzk_core::ProofKind;
 
 use crate::select::Selection;
 
 /// What `peer-bench` measures.
-#[derive(Clone, Copy, Debug)]
-#[cfg_attr(not(feature = "supraseal"), allow(dead_code))]
+#[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub struct Opts {
     pub kind: ProofKind,
     pub partition: usize,
     pub runs: usize,
     pub device: usize,
+    /// The `cuzk-peer` binary (default: beside this one).
+    pub peer: Option<std::path::PathBuf>,
 }
 
-#[cfg(not(feature = "supraseal"))]
-pub fn run(_sel: &Selection, _opts: Opts) -> Result<()> {
-    anyhow::bail!("peer-bench needs supraseal-c2: rebuild cuzk-lab with `--features supraseal`")
+#[cfg(not(feature = "cuda"))]
+pub fn run(_sel: &Selection, _opts: Opts) -> anyhow::Result<()> {
+    anyhow::bail!("peer-bench needs the CUDA backend: rebuild cuzk-lab with `--features cuda`")
 }
 
-#[cfg(feature = "supraseal")]
+#[cfg(feature = "cuda")]
 pub use imp::run;
 
-#[cfg(feature = "supraseal")]
+#[cfg(feature = "cuda")]
 mod imp {
     use std::path::Path;
+    use std::process::Command;
     use std::time::Instant;
 
     use anyhow::{bail, Context, Result};
-    use blstrs::{G1Affine, G2Affine, Scalar};
+    use blstrs::Scalar;
     use cuzk_core::device_tier::DeviceTier;
     use cuzk_core::params::param_files;
     use cuzk_core::prover::proof_circuits;
@@ -53,27 +58,8 @@ mod imp {
     use cuzk_prover::backend::ProverBackend;
     use cuzk_prover::srs::{ParamsFile, SubgroupCheck};
     use cuzk_prover::{PartitionWitness, WitnessSize};
-    use group::prime::PrimeCurveAffine;
 
     use super::{Opts, Selection};
-
-    /// A proof as supraseal writes it: blst affine points, in this order.
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    struct RawProof {
-        a: G1Affine,
-        b: G2Affine,
-        c: G1Affine,
-    }
-
-    impl RawProof {
-        fn bytes(&self) -> Vec<u8> {
-            let mut out = self.a.to_compressed().to_vec();
-            out.extend_from_slice(&self.b.to_compressed());
-            out.extend_from_slice(&self.c.to_compressed());
-            out
-        }
-    }
 
     /// One prover's runs: wall ms of each timed call, GPU busy ms (ours
     /// only), the SRS's load and the proof.
@@ -119,10 +105,11 @@ mod imp {
             ms(t.elapsed()),
             params.display()
         );
+        // cuzk-peer proves with the same r and s.
         let (r, s) = (Scalar::from(7u64), Scalar::from(11u64));
-        let peer = supraseal(&params, &w, (r, s), opts)?;
+        let peer = supraseal(sel, &opts, w.a.len())?;
         report("supraseal", &peer);
-        let ours = cuzk(&params, &w, (r, s), opts)?;
+        let ours = cuzk(&params, &w, (r, s), &opts)?;
         report("cuzk", &ours);
         let identical = ours.proof == peer.proof;
         let verified = match n {
@@ -166,57 +153,54 @@ mod imp {
         );
     }
 
-    /// supraseal-c2 on the witness (it reads, never consumes, the vectors).
-    fn supraseal(
-        params: &Path,
-        w: &PartitionWitness,
-        (r, s): (Scalar, Scalar),
-        opts: Opts,
-    ) -> Result<Timed> {
-        let t = Instant::now();
-        let srs = supraseal_c2::SRS::try_new(params.to_path_buf(), true)
-            .map_err(|e| anyhow::anyhow!("supraseal-c2 SRS from {}: {e:?}", params.display()))?;
-        let srs_load_ms = ms(t.elapsed());
-        let mut proof = [RawProof {
-            a: G1Affine::identity(),
-            b: G2Affine::identity(),
-            c: G1Affine::identity(),
-        }];
-        let mut prove = || {
-            supraseal_c2::generate_groth16_proof(
-                &[w.a.as_ptr()],
-                &[w.b.as_ptr()],
-                &[w.c.as_ptr()],
-                w.a.len(),
-                &[w.input.as_ptr()],
-                &[w.aux.as_ptr()],
-                w.input.len(),
-                w.aux.len(),
-                w.a_aux_density.words(),
-                w.b_input_density.words(),
-                w.b_aux_density.words(),
-                w.a_aux_density.count(),
-                w.b_input_density.count(),
-                w.b_aux_density.count(),
-                1,
-                &[r],
-                &[s],
-                &mut proof,
-                &srs,
-            )
+    /// What `cuzk-peer` prints.
+    #[derive(serde::Deserialize)]
+    struct PeerReport {
+        constraints: usize,
+        srs_load_ms: f64,
+        wall_ms: Vec<f64>,
+        proof_hex: String,
+    }
+
+    /// supraseal-c2 in its child process, on the same fixtures.
+    fn supraseal(sel: &Selection, opts: &Opts, constraints: usize) -> Result<Timed> {
+        let exe = match &opts.peer {
+            Some(p) => p.clone(),
+            None => std::env::current_exe()?.with_file_name("cuzk-peer"),
         };
-        prove();
-        let mut wall_ms = Vec::new();
-        for _ in 0..opts.runs {
-            let t = Instant::now();
-            prove();
-            wall_ms.push(ms(t.elapsed()));
+        let out = Command::new(&exe)
+            .args(["--kind", opts.kind.as_str()])
+            .args(["--partition", &opts.partition.to_string()])
+            .args(["--runs", &opts.runs.to_string()])
+            .arg("--sector-size")
+            .arg(sel.size.name())
+            .arg("--fixtures")
+            .arg(&sel.dir)
+            .arg("--params")
+            .arg(&sel.params)
+            .output()
+            .with_context(|| format!("running {}", exe.display()))?;
+        if !out.status.success() {
+            bail!(
+                "{} failed: {}",
+                exe.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        let line = String::from_utf8(out.stdout)?;
+        let r: PeerReport =
+            serde_json::from_str(line.trim()).context("parsing cuzk-peer's report")?;
+        if r.constraints != constraints {
+            bail!(
+                "cuzk-peer synthesized {} constraints, we {constraints}",
+                r.constraints
+            );
         }
         Ok(Timed {
-            srs_load_ms,
-            wall_ms,
+            srs_load_ms: r.srs_load_ms,
+            wall_ms: r.wall_ms,
             gpu_ms: Vec::new(),
-            proof: proof[0].bytes(),
+            proof: hex::decode(r.proof_hex)?,
         })
     }
 
@@ -227,7 +211,7 @@ mod imp {
         params: &Path,
         w: &PartitionWitness,
         (r, s): (Scalar, Scalar),
-        opts: Opts,
+        opts: &Opts,
     ) -> Result<Timed> {
         let t = Instant::now();
         let host = ParamsFile::open(params)?.decode(SubgroupCheck::None)?;
