@@ -22,6 +22,10 @@
 # `wpost` does the same for WindowPoSt (~47 GB, one partition of 2,349
 # sectors) and proves one WindowPoSt, then WindowPoSts and WinningPoSts
 # together.
+# The `peer` configuration (before `snap` and `wpost`, which delete the
+# PoRep parameters) runs `cuzk-lab peer-bench` on PoRep partition 0:
+# stock supraseal-c2 ($PEER, default cuzk-peer beside the lab, built with
+# --features supraseal) and our backend on the same witness, r and s.
 # Each stress run is bounded ($RUN_TIMEOUT seconds, default 900): a run
 # that does not end in time is logged as stalled, the daemon's threads are
 # dumped (cuda-gdb, where it can attach) into stall-*.txt and the script
@@ -35,6 +39,7 @@ D="${1:?cuzk-daemon binary (cuda)}"
 B="${2:?cuzk-bench binary}"
 L="${3:-/tmp/porep32}"
 LAB="${LAB:-$(dirname "$B")/cuzk-lab}"
+PEER="${PEER:-$(dirname "$LAB")/cuzk-peer}"
 [ -x "$LAB" ] || { echo "no cuzk-lab at $LAB (set LAB=)" >&2; exit 2; }
 mkdir -p "$L"
 TIME=""
@@ -166,6 +171,12 @@ for cfg in ${CONFIGS:-device host}; do
   case $cfg in
     device) daemon_runs device true "${DEVICE_RUNS:-first isolated pipelined winning}" ;;
     snap) big_prep snap; daemon_runs snap true "snap-first snap-isolated" ;;
+    peer)
+      step "peer-bench porep"
+      timeout "${RUN_TIMEOUT:-900}" "$LAB" peer-bench --kind porep --sector-size 32GiB \
+        --fixtures "$F" --params "$P" --runs 3 --peer "$PEER" > "$L/peer-porep.log" 2>&1
+      step "peer-bench done: $(tail -1 "$L/peer-porep.log")"
+      ;;
     wpost) big_prep window-post; daemon_runs wpost true "${WPOST_RUNS:-wpost-first wpost-winning}" ;;
     host) daemon_runs host false "first isolated pipelined" ;;
     device-again) daemon_runs device2 true "first isolated pipelined" ;;

@@ -299,7 +299,8 @@ async fn memory_goes_to_the_most_urgent_partition_first() {
     }
     s.prove_gate.open();
     for j in [&critical, &normal] {
-        assert_eq!(done(&e, &j.job_id).await.status, JobStatus::Completed);
+        let o = done(&e, &j.job_id).await;
+        assert_eq!(o.status, JobStatus::Completed, "{}: {}", j.job_id, o.error);
     }
     let order = s.proved();
     assert_eq!(order[0], (1, first));

@@ -387,9 +387,17 @@ fn reserve_partition(
         Claim::Normal
     };
     let ended = || job.is_done() || job.cancel_requested();
-    // Stop waiting inside the budget too when a more urgent waiter arrives.
-    let step_aside = || ended() || !waiter.first();
+    // Stop waiting inside the budget too when a more urgent waiter arrives;
+    // `stepped_aside` remembers it: by the time the call returns, that
+    // waiter may be gone again, and giving way is no failure.
+    let stepped_aside = std::cell::Cell::new(false);
+    let step_aside = || {
+        let yes = ended() || !waiter.first();
+        stepped_aside.set(stepped_aside.get() || yes);
+        yes
+    };
     loop {
+        stepped_aside.set(false);
         let more_urgent_queued = inner
             .lock()
             .synth_queue
@@ -410,7 +418,7 @@ fn reserve_partition(
                 }
                 Ok(None) => {}
                 Err(_) if ended() => return Step::Dropped,
-                Err(_) if !waiter.first() => {}
+                Err(_) if stepped_aside.get() || !waiter.first() => {}
                 Err(e) => return Step::Failed(format!("memory budget: {e}")),
             }
         } else {
