@@ -82,6 +82,13 @@ pub(crate) fn prepare(
     }
     let mut retried = false;
     loop {
+        // A device holding another SRS says so at once: the device lock
+        // may be held through a whole partition's kernels, and a CRITICAL
+        // partition waiting for it only to hear `Occupied` (then proving
+        // from host memory) waited seconds behind PoRep partitions.
+        if dev.srs_state().is_some() {
+            return Ok(SrsPreparation::Occupied);
+        }
         let attempt = {
             let mut owner = dev.lock();
             let mut st = dev.srs_state();

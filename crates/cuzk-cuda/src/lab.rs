@@ -21,6 +21,12 @@ impl CudaBackend {
         self.dev.fail_next_allocs(count);
     }
 
+    /// Test hook: holds the device lock until dropped, as a partition's
+    /// kernel region does.
+    pub fn hold_device(&self) -> DeviceHeld<'_> {
+        DeviceHeld(self.dev.lock())
+    }
+
     /// The device's owner context for stage-by-stage work: holds the
     /// device's lock until dropped. Refused while an SRS prepared for the
     /// engine ([`cuzk_prover::ProverBackend::prepare_srs`]) is on the
@@ -38,6 +44,9 @@ impl CudaBackend {
         })
     }
 }
+
+/// The device lock, held (see [`CudaBackend::hold_device`]).
+pub struct DeviceHeld<'a>(#[allow(dead_code)] UrgentGuard<'a, Ctx>);
 
 /// The locked owner context of one device (see [`CudaBackend::stages`]).
 /// Dropping it releases the device for other calls; the device SRS

@@ -114,8 +114,9 @@ fn synthetic_circuits_equal_cpu_proofs() {
     check(&streamed, &tier, 20, 1);
 }
 
-/// A device holds one prepared SRS: another is `Occupied` until the first
-/// handle is dropped, and a backend that streams prepares nothing.
+/// A device holds one prepared SRS: another is `Occupied` (said without
+/// waiting for the device lock) until the first handle is dropped, and a
+/// backend that streams prepares nothing.
 #[test]
 fn one_prepared_srs_per_device() {
     use cuzk_prover::{SrsPreparation, WitnessSize};
@@ -139,6 +140,25 @@ fn one_prepared_srs_per_device() {
         gpu.prepare_srs(&b.as_srs_ref(), &size).expect("prepare b"),
         SrsPreparation::Occupied
     ));
+    // Said at once, even while a partition holds the device lock (a
+    // CRITICAL partition asking must not wait for its kernels to end).
+    let held = gpu.hold_device();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let answer = std::thread::scope(|s| {
+        s.spawn(|| {
+            let answer = gpu.prepare_srs(&b.as_srs_ref(), &size);
+            let _ = tx.send(matches!(answer, Ok(SrsPreparation::Occupied)));
+        });
+        let answer = rx.recv_timeout(std::time::Duration::from_secs(10));
+        // Let a caller that did wait finish before the scope ends.
+        drop(held);
+        answer
+    });
+    assert_eq!(
+        answer,
+        Ok(true),
+        "prepare_srs waited for the device lock to say Occupied"
+    );
     drop(first);
     assert!(matches!(
         gpu.prepare_srs(&b.as_srs_ref(), &size).expect("prepare b"),
