@@ -7,8 +7,11 @@
 //! that backend; it is not released while a partition uses it
 //! ([`DeviceLease`]); when the device holds another key's copy (the
 //! backend answers `Occupied`), the least recently used idle one on that
-//! slot is released and the backend asked again, and when every copy there
-//! is in use the partition proves from host memory. A key the backend
+//! slot that is no larger (in points) is released and the backend asked
+//! again, and when there is none the partition proves from host memory: a
+//! small SRS (a WinningPoSt's) streams from the host rather than push a
+//! large idle one (a PoRep's, between two partitions) off the device,
+//! since loading that again costs more than streaming this. A key the backend
 //! proves from host memory (no device tier, or it does not fit) is not
 //! asked again on that slot until another key is made ready there. The
 //! SRS manager drops a key's copies when its host copy leaves the hot
@@ -26,11 +29,18 @@ use std::time::Instant;
 use cuzk_prover::{DeviceSrs, ProverBackend, ProverError, SrsPreparation, SrsRef, WitnessSize};
 use tracing::info;
 
+/// Points of `srs`, all sections: the size the tier compares.
+fn points(srs: &SrsRef<'_>) -> usize {
+    srs.h.len() + srs.l.len() + srs.a.len() + srs.b_g1.len() + srs.b_g2.len()
+}
+
 /// One key's state on one backend's device.
 enum DeviceCopy {
     Ready {
         srs: DeviceSrs,
         bytes: u64,
+        /// Points of the SRS (all sections), to compare sizes.
+        points: usize,
         backend: String,
         in_use: u32,
         last_use: Instant,
@@ -127,6 +137,7 @@ impl DeviceTier {
         if let Some(found) = self.lookup(&at) {
             return Ok(found);
         }
+        let wanted = points(srs);
         loop {
             match backend.prepare_srs(srs, size)? {
                 SrsPreparation::Ready { srs, bytes } => {
@@ -141,6 +152,7 @@ impl DeviceTier {
                         DeviceCopy::Ready {
                             srs: srs.clone(),
                             bytes,
+                            points: wanted,
                             backend: name,
                             in_use: 1,
                             last_use: Instant::now(),
@@ -152,9 +164,9 @@ impl DeviceTier {
                     });
                 }
                 SrsPreparation::Occupied => {
-                    let Some(released) = self.release_idle(slot, key) else {
-                        // Other partitions prove with the device's copy:
-                        // this one proves from host memory.
+                    let Some(released) = self.release_idle(slot, key, wanted) else {
+                        // Other partitions prove with the device's copy,
+                        // or it is larger: this one proves from host memory.
                         return Ok(DeviceLease::host());
                     };
                     // Freed on its device, the table unlocked.
@@ -212,8 +224,9 @@ impl DeviceTier {
     }
 
     /// Takes the least recently used idle copy on `slot` of a key other
-    /// than `keep` out of the table (`None` when none is idle).
-    fn release_idle(&self, slot: usize, keep: &str) -> Option<DeviceCopy> {
+    /// than `keep`, of at most `max_points` points, out of the table
+    /// (`None` when there is none).
+    fn release_idle(&self, slot: usize, keep: &str, max_points: usize) -> Option<DeviceCopy> {
         let mut copies = self.inner.lock();
         let (_, at) = copies
             .iter()
@@ -221,8 +234,11 @@ impl DeviceTier {
                 DeviceCopy::Ready {
                     in_use: 0,
                     last_use,
+                    points,
                     ..
-                } if *s == slot && k != keep => Some((*last_use, (k.clone(), *s))),
+                } if *s == slot && k != keep && *points <= max_points => {
+                    Some((*last_use, (k.clone(), *s)))
+                }
                 _ => None,
             })
             .min()?;
@@ -344,6 +360,14 @@ mod tests {
         assert_eq!(*dev.held.lock().unwrap(), Some(2));
         assert!(tier.ready_on("a").is_empty());
         drop(b1);
+        // Idle but larger, "b" stays: the smaller "a" proves from host
+        // memory, every time it asks.
+        for _ in 0..2 {
+            let a3 = tier.on_device("a", &a, 0, &dev, &size).unwrap();
+            assert!(a3.srs().is_none());
+            assert_eq!(*dev.held.lock().unwrap(), Some(2));
+        }
+        assert_eq!(tier.ready_on("b"), [("one-slot".to_string(), 100)]);
         // Forgetting a key frees its copy.
         tier.forget("b");
         assert_eq!(*dev.held.lock().unwrap(), None);
