@@ -172,3 +172,23 @@ impl ConstraintSystems {
             .collect()
     }
 }
+
+/// For tools proving one partition outside a daemon (cuzk-lab, cuzk-peer):
+/// partition `k`'s witness, a, b and c evaluated on the host, through its
+/// shape's system kept in `dir` (loaded, or recorded there first) as a
+/// daemon on the same parameters synthesizes it; the old way when there can
+/// be no such system. Says which path it took (`compiled` or `gadgets`).
+pub fn synthesize_on_host(
+    dir: &std::path::Path,
+    source: &dyn PartitionSource,
+    k: usize,
+) -> Result<(cuzk_prover::PartitionWitness, &'static str), cuzk_circuits::CircuitError> {
+    let systems = ConstraintSystems::new(Some(dir.to_path_buf()), MemoryBudget::new(u64::MAX));
+    Ok(match systems.get(source, k) {
+        Some(cs) => {
+            let at = cuzk_prover::AbcAt::Synthesis;
+            (source.synthesize_compiled(k, &cs, at)?.witness, "compiled")
+        }
+        None => (source.synthesize(k)?.witness, "gadgets"),
+    })
+}

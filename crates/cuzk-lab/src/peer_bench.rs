@@ -54,6 +54,7 @@ mod imp {
     use cuzk_core::device_tier::DeviceTier;
     use cuzk_core::params::param_files;
     use cuzk_core::prover::proof_circuits;
+    use cuzk_core::r1cs_manager::synthesize_on_host;
     use cuzk_cuda::{CudaBackend, SrsPlacement};
     use cuzk_prover::backend::ProverBackend;
     use cuzk_prover::srs::{ParamsFile, SubgroupCheck};
@@ -93,10 +94,11 @@ mod imp {
         }
         let params = param_files(req.proof_type)?.params;
         let t = Instant::now();
-        let w = source.synthesize(opts.partition)?.witness;
+        let r1cs = sel.params.join("r1cs");
+        let (w, path) = synthesize_on_host(&r1cs, source, opts.partition)?;
         println!(
             "peer_bench_setup kind={} sector_size={} partition={} partitions={n} \
-             constraints={} aux={} synthesis_ms={:.0} params={}",
+             constraints={} aux={} synthesis={path} synthesis_ms={:.0} params={}",
             opts.kind.as_str(),
             sel.size.name(),
             opts.partition,
