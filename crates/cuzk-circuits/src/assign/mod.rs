@@ -17,6 +17,7 @@ pub mod por;
 pub(crate) mod porep;
 pub mod poseidon;
 pub(crate) mod post;
+pub(crate) mod snap;
 pub mod sha256;
 
 use bellperson::gadgets::boolean::{field_into_allocated_bits_le, Boolean};
