@@ -17,8 +17,8 @@ pub mod por;
 pub(crate) mod porep;
 pub mod poseidon;
 pub(crate) mod post;
-pub(crate) mod snap;
 pub mod sha256;
+pub(crate) mod snap;
 
 use bellperson::gadgets::boolean::{field_into_allocated_bits_le, Boolean};
 use bellperson::gadgets::num::AllocatedNum;

@@ -301,7 +301,10 @@ where
     }
     let leaf_r_new = alloc(cs, Some(label))?;
     let bits = booleans(&c_bits);
-    for (path, leaf) in [(&proof.path_r_old, leaf_r_old), (&proof.path_r_new, leaf_r_new)] {
+    for (path, leaf) in [
+        (&proof.path_r_old, leaf_r_old),
+        (&proof.path_r_new, leaf_r_new),
+    ] {
         let siblings = path
             .iter()
             .map(|row| row.iter().map(|v| alloc(cs, *v)).collect())
