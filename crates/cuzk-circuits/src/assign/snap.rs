@@ -395,3 +395,141 @@ fn poseidon_level<A: PoseidonArity, CS: AssignOnly>(
     let preimage = insert(&mut *cs, cur, now, siblings)?;
     poseidon_hash(cs, preimage, A::PARAMETERS())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The native assignment against the circuit's own gadgets, on circuits
+    //! of every TreeR shape (base levels only, with a sub-tree level, with
+    //! sub- and top-tree levels) filled with seeded random values. Only the
+    //! new labels are computed (both paths check them); nothing else need
+    //! satisfy the constraints, which an assignment-only system ignores.
+
+    use super::*;
+    use bellperson::{Circuit, ConstraintSystem};
+    use filecoin_hashers::poseidon::PoseidonHasher;
+    use generic_array::typenum::{U0, U4, U8};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use storage_proofs_core::merkle::LCTree;
+    use storage_proofs_update::constants::{TreeDDomain, TreeRDomain};
+    use storage_proofs_update::vanilla::{phi, rho};
+    use storage_proofs_update::Challenges;
+
+    fn random_circuit<TreeR>(
+        sector_bytes: u64,
+        rng: &mut ChaCha8Rng,
+    ) -> EmptySectorUpdateCircuit<TreeR>
+    where
+        TreeR: MerkleTreeTrait<Hasher = TreeRHasher>,
+    {
+        let p = PublicParams::from_sector_size(sector_bytes);
+        let mut c = EmptySectorUpdateCircuit::<TreeR>::blank(p.clone());
+        let k = rng.gen_range(0..p.partition_count);
+        let h_index = rng.gen_range(0..6);
+        let mut random = || Some(Fr::random(&mut *rng));
+        let h = hs(p.sector_nodes)[h_index];
+        let k_and_h_select = (k as u64) | (1 << (p.partition_bit_len + h_index));
+        let (comm_r_old, comm_d_new, comm_r_new) = (random(), random(), random());
+        c.pub_inputs = PublicInputs {
+            k_and_h_select: Some(Fr::from(k_and_h_select)),
+            comm_r_old,
+            comm_d_new,
+            comm_r_new,
+        };
+        let phi = phi(
+            &TreeDDomain::from(comm_d_new.unwrap()),
+            &TreeRDomain::from(comm_r_old.unwrap()),
+        );
+        let challenges: Vec<u32> =
+            Challenges::new(p.sector_nodes, comm_r_new.unwrap().into(), k).collect();
+        assert_eq!(challenges.len(), p.challenge_count);
+
+        let private = &mut c.priv_inputs;
+        private.comm_c = random();
+        private.root_r_old = random();
+        private.root_r_new = random();
+        for leaf in &mut private.apex_leafs {
+            *leaf = random();
+        }
+        let fill = |path: &mut Vec<Vec<Option<Fr>>>, rng: &mut ChaCha8Rng| {
+            for v in path.iter_mut().flatten() {
+                *v = Some(Fr::random(&mut *rng));
+            }
+        };
+        let shared = p.challenge_bit_len - p.partition_bit_len;
+        let mut partition_path = private.challenge_proofs[0].path_d_new.clone();
+        fill(&mut partition_path, rng);
+        for (proof, c) in private.challenge_proofs.iter_mut().zip(&challenges) {
+            fill(&mut proof.path_r_old, rng);
+            fill(&mut proof.path_r_new, rng);
+            fill(&mut proof.path_d_new, rng);
+            proof.path_d_new[shared..].clone_from_slice(&partition_path[shared..]);
+            let leaf_r_old = Fr::random(&mut *rng);
+            let leaf_d_new = Fr::random(&mut *rng);
+            let high = c >> (p.challenge_bit_len - h);
+            proof.leaf_r_old = Some(leaf_r_old);
+            proof.leaf_d_new = Some(leaf_d_new);
+            proof.leaf_r_new = Some(leaf_r_old + leaf_d_new * rho(&phi, high));
+        }
+        c
+    }
+
+    fn clone<TreeR>(c: &EmptySectorUpdateCircuit<TreeR>) -> EmptySectorUpdateCircuit<TreeR>
+    where
+        TreeR: MerkleTreeTrait<Hasher = TreeRHasher>,
+    {
+        EmptySectorUpdateCircuit {
+            pub_params: c.pub_params.clone(),
+            pub_inputs: c.pub_inputs.clone(),
+            priv_inputs: PrivateInputs {
+                comm_c: c.priv_inputs.comm_c,
+                root_r_old: c.priv_inputs.root_r_old,
+                root_r_new: c.priv_inputs.root_r_new,
+                apex_leafs: c.priv_inputs.apex_leafs.clone(),
+                challenge_proofs: c.priv_inputs.challenge_proofs.clone(),
+            },
+        }
+    }
+
+    fn system() -> AssignmentCs {
+        let mut cs = AssignmentCs::default();
+        cs.alloc_input(|| "one", || Ok(Fr::ONE)).unwrap();
+        cs
+    }
+
+    fn check<TreeR>(sector_bytes: u64, seed: u64)
+    where
+        TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>,
+    {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let circuit = random_circuit::<TreeR>(sector_bytes, &mut rng);
+        let mut gadget = system();
+        clone(&circuit).synthesize(&mut gadget).unwrap();
+        let mut native = system();
+        assign(&mut native, &circuit).unwrap();
+        let what = format!(
+            "{sector_bytes} bytes, TreeR {}/{}/{}",
+            TreeR::Arity::to_usize(),
+            TreeR::SubTreeArity::to_usize(),
+            TreeR::TopTreeArity::to_usize()
+        );
+        assert_eq!(native.input.len(), gadget.input.len(), "{what}: inputs");
+        assert_eq!(native.aux.len(), gadget.aux.len(), "{what}: aux values");
+        assert!(native.input == gadget.input, "{what}: the inputs differ");
+        if let Some(i) = (0..native.aux.len()).find(|&i| native.aux[i] != gadget.aux[i]) {
+            panic!("{what}: aux value {i} of {} differs", native.aux.len());
+        }
+    }
+
+    type Tree<B, S, T> = LCTree<PoseidonHasher, B, S, T>;
+
+    #[test]
+    fn same_assignment_as_the_gadgets_for_every_tree_r_shape() {
+        for seed in 0..2 {
+            check::<Tree<U8, U0, U0>>(2 << 10, seed);
+            check::<Tree<U8, U4, U0>>(8 << 10, seed);
+            check::<Tree<U8, U8, U0>>(16 << 10, seed);
+            check::<Tree<U8, U8, U2>>(32 << 10, seed);
+        }
+    }
+}
