@@ -11,7 +11,10 @@ use storage_proofs_update::{
     PublicParams, SetupParams,
 };
 
-use crate::{CircuitError, Circuits, ProofCircuits};
+use bellperson::SynthesisError;
+use cuzk_r1cs::AssignmentCs;
+
+use crate::{assign, CircuitError, Circuits, ProofCircuits};
 
 struct SnapSource<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
     public_inputs: PublicInputs,
@@ -104,6 +107,22 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Circuits for SnapSou
 
     fn shape(&self) -> &str {
         &self.shape
+    }
+
+    fn assigns_natively(&self) -> bool {
+        true
+    }
+
+    /// The circuit's own inputs (cheap to build: the vanilla proof's
+    /// values as field elements), assigned natively.
+    fn assign(&self, k: usize, cs: &mut AssignmentCs) -> Option<Result<(), SynthesisError>> {
+        if self.vanilla.get(k)?.challenge_proofs.is_empty() {
+            return Some(Err(SynthesisError::Unsatisfiable));
+        }
+        Some(match self.circuit(k) {
+            Ok(circuit) => assign::snap::assign(cs, &circuit),
+            Err(_) => Err(SynthesisError::AssignmentMissing),
+        })
     }
 
     fn circuit(&self, k: usize) -> Result<Self::Circuit, CircuitError> {

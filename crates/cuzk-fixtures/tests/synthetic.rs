@@ -125,9 +125,9 @@ fn synthetic_8mib_circuits_are_satisfied() {
     }
 }
 
-/// At 8 MiB too, the compiled path (PoRep and both PoSts assigned natively,
-/// SnapDeals through its gadgets) gives exactly today's witness: a, b, c, the
-/// assignment and the densities (a SnapDeals partition stands for its four).
+/// At 8 MiB too, the compiled path (every kind assigned natively) gives
+/// exactly today's witness: a, b, c, the assignment and the densities (a
+/// SnapDeals partition stands for its four).
 #[test]
 fn synthetic_8mib_compiled_witnesses_equal_todays() {
     use cuzk_core::prover::partition_source;

@@ -18,6 +18,7 @@ pub(crate) mod porep;
 pub mod poseidon;
 pub(crate) mod post;
 pub mod sha256;
+pub(crate) mod snap;
 
 use bellperson::gadgets::boolean::{field_into_allocated_bits_le, Boolean};
 use bellperson::gadgets::num::AllocatedNum;
