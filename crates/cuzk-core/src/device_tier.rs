@@ -7,11 +7,12 @@
 //! that backend; it is not released while a partition uses it
 //! ([`DeviceLease`]); when the device holds another key's copy (the
 //! backend answers `Occupied`), the least recently used idle one on that
-//! slot that is no larger (in points) is released and the backend asked
-//! again, and when there is none the partition proves from host memory: a
-//! small SRS (a WinningPoSt's) streams from the host rather than push a
-//! large idle one (a PoRep's, between two partitions) off the device,
-//! since loading that again costs more than streaming this. A key the backend
+//! slot is released and the backend asked again, and when there is none
+//! the partition proves from host memory. A copy is not released for an
+//! SRS under [`SMALLER`]th of its points: a small SRS (a WinningPoSt's,
+//! 192 MB) streams from the host rather than push a large idle one (a
+//! 32 GiB PoRep's, between two partitions) off the device, since loading
+//! that again costs more than streaming this. A key the backend
 //! proves from host memory (no device tier, or it does not fit) is not
 //! asked again on that slot until another key is made ready there. The
 //! SRS manager drops a key's copies when its host copy leaves the hot
@@ -28,6 +29,10 @@ use std::time::Instant;
 
 use cuzk_prover::{DeviceSrs, ProverBackend, ProverError, SrsPreparation, SrsRef, WitnessSize};
 use tracing::info;
+
+/// An idle copy stays on its device for an SRS with fewer than 1/SMALLER
+/// of its points (see the module doc).
+pub const SMALLER: usize = 8;
 
 /// Points of `srs`, all sections: the size the tier compares.
 fn points(srs: &SrsRef<'_>) -> usize {
@@ -224,9 +229,9 @@ impl DeviceTier {
     }
 
     /// Takes the least recently used idle copy on `slot` of a key other
-    /// than `keep`, of at most `max_points` points, out of the table
-    /// (`None` when there is none).
-    fn release_idle(&self, slot: usize, keep: &str, max_points: usize) -> Option<DeviceCopy> {
+    /// than `keep`, not more than [`SMALLER`] times the `wanted` points,
+    /// out of the table (`None` when there is none).
+    fn release_idle(&self, slot: usize, keep: &str, wanted: usize) -> Option<DeviceCopy> {
         let mut copies = self.inner.lock();
         let (_, at) = copies
             .iter()
@@ -236,7 +241,7 @@ impl DeviceTier {
                     last_use,
                     points,
                     ..
-                } if *s == slot && k != keep && *points <= max_points => {
+                } if *s == slot && k != keep && *points <= wanted.saturating_mul(SMALLER) => {
                     Some((*last_use, (k.clone(), *s)))
                 }
                 _ => None,
@@ -336,11 +341,13 @@ mod tests {
         };
         let tier = DeviceTier::new();
         let size = WitnessSize::default();
-        let (p1, p2) = (
+        // "b" is more than SMALLER times "a"; "c" is not.
+        let (p1, p2, p3) = (
             vec![blstrs::G1Affine::identity(); 1],
+            vec![blstrs::G1Affine::identity(); SMALLER + 1],
             vec![blstrs::G1Affine::identity(); 2],
         );
-        let (a, b) = (srs_of(&p1), srs_of(&p2));
+        let (a, b, c) = (srs_of(&p1), srs_of(&p2), srs_of(&p3));
         // First use prepares; a second user shares the copy.
         let a1 = tier.on_device("a", &a, 0, &dev, &size).unwrap();
         let a2 = tier.on_device("a", &a, 0, &dev, &size).unwrap();
@@ -357,21 +364,27 @@ mod tests {
         // Idle, "a" is released for "b".
         let b1 = tier.on_device("b", &b, 0, &dev, &size).unwrap();
         assert!(b1.srs().is_some());
-        assert_eq!(*dev.held.lock().unwrap(), Some(2));
+        assert_eq!(*dev.held.lock().unwrap(), Some(SMALLER + 1));
         assert!(tier.ready_on("a").is_empty());
         drop(b1);
-        // Idle but larger, "b" stays: the smaller "a" proves from host
+        // Idle but much larger, "b" stays: the small "a" proves from host
         // memory, every time it asks.
         for _ in 0..2 {
             let a3 = tier.on_device("a", &a, 0, &dev, &size).unwrap();
             assert!(a3.srs().is_none());
-            assert_eq!(*dev.held.lock().unwrap(), Some(2));
+            assert_eq!(*dev.held.lock().unwrap(), Some(SMALLER + 1));
         }
         assert_eq!(tier.ready_on("b"), [("one-slot".to_string(), 100)]);
-        // Forgetting a key frees its copy.
-        tier.forget("b");
-        assert_eq!(*dev.held.lock().unwrap(), None);
+        // "c" is smaller than "b" but not by that much: "b" goes for it.
+        let c1 = tier.on_device("c", &c, 0, &dev, &size).unwrap();
+        assert!(c1.srs().is_some());
+        assert_eq!(*dev.held.lock().unwrap(), Some(2));
         assert!(tier.ready_on("b").is_empty());
+        drop(c1);
+        // Forgetting a key frees its copy.
+        tier.forget("c");
+        assert_eq!(*dev.held.lock().unwrap(), None);
+        assert!(tier.ready_on("c").is_empty());
     }
 
     #[test]

@@ -175,20 +175,27 @@ impl ConstraintSystems {
 
 /// For tools proving one partition outside a daemon (cuzk-lab, cuzk-peer):
 /// partition `k`'s witness, a, b and c evaluated on the host, through its
-/// shape's system kept in `dir` (loaded, or recorded there first) as a
-/// daemon on the same parameters synthesizes it; the old way when there can
-/// be no such system. Says which path it took (`compiled` or `gadgets`).
+/// shape's system kept in `dir` (loaded, or recorded there first: that
+/// takes as long as the old way) as a daemon on the same parameters
+/// synthesizes it; the old way when there can be no such system or it does
+/// not fit. Says which path it took (`compiled` or `gadgets`).
 pub fn synthesize_on_host(
     dir: &std::path::Path,
     source: &dyn PartitionSource,
     k: usize,
 ) -> Result<(cuzk_prover::PartitionWitness, &'static str), cuzk_circuits::CircuitError> {
+    use cuzk_circuits::CircuitError;
     let systems = ConstraintSystems::new(Some(dir.to_path_buf()), MemoryBudget::new(u64::MAX));
-    Ok(match systems.get(source, k) {
-        Some(cs) => {
-            let at = cuzk_prover::AbcAt::Synthesis;
-            (source.synthesize_compiled(k, &cs, at)?.witness, "compiled")
+    if let Some(cs) = systems.get(source, k) {
+        match source.synthesize_compiled(k, &cs, cuzk_prover::AbcAt::Synthesis) {
+            // As the engine: a system that does not fit the circuit is
+            // passed over for the old way.
+            Err(CircuitError::Compiled {
+                source: cuzk_r1cs::CompiledSynthError::Compiled(e),
+                ..
+            }) => warn!("compiled constraint system unusable, synthesizing the old way: {e}"),
+            r => return Ok((r?.witness, "compiled")),
         }
-        None => (source.synthesize(k)?.witness, "gadgets"),
-    })
+    }
+    Ok((source.synthesize(k)?.witness, "gadgets"))
 }

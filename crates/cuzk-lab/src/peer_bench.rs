@@ -94,7 +94,7 @@ mod imp {
         }
         let params = param_files(req.proof_type)?.params;
         let t = Instant::now();
-        let r1cs = sel.params.join("r1cs");
+        let r1cs = crate::synth_bench::r1cs_dir(sel);
         let (w, path) = synthesize_on_host(&r1cs, source, opts.partition)?;
         println!(
             "peer_bench_setup kind={} sector_size={} partition={} partitions={n} \
