@@ -532,4 +532,14 @@ mod tests {
             check::<Tree<U8, U8, U2>>(32 << 10, seed);
         }
     }
+
+    /// The real 32 GiB shape (86 challenges from 10 digests, hs 7–12, 16
+    /// partitions, TreeD 30 levels): a documented command, not part of the
+    /// test run (docs/PERF.md has its time):
+    /// `cargo test --release -p cuzk-circuits -- --ignored at_32gib`.
+    #[test]
+    #[ignore = "the real 32 GiB shape: ~45 s and 5 GB on 2 cores"]
+    fn same_assignment_as_the_gadgets_at_32gib() {
+        check::<Tree<U8, U8, U0>>(32 << 30, 3);
+    }
 }
