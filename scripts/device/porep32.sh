@@ -103,7 +103,9 @@ backend = "cuda"
 abc_on_device = $abc
 EOF
   step "$cfg daemon-start"
-  $TIME "$D" --config "$L/cuzk-$cfg.toml" > "$L/daemon-$cfg.log" 2>&1 &
+  # The daemon logs as its config says (RUST_LOG would override it and
+  # hide the SRS tier's lines).
+  env -u RUST_LOG $TIME "$D" --config "$L/cuzk-$cfg.toml" > "$L/daemon-$cfg.log" 2>&1 &
   DAEMON=$!
   for _ in $(seq 60); do
     "$B" status --addr "http://$ADDR" > /dev/null 2>&1 && break
