@@ -57,6 +57,34 @@ pub fn file_key(shape: &str) -> String {
     format!("{shape}-cuzk{}", env!("CARGO_PKG_VERSION"))
 }
 
+/// Where recorded systems are kept for a parameter directory (the daemon's
+/// params cache, or a tool's): its `r1cs` subdirectory.
+pub fn dir_for(params_dir: &std::path::Path) -> PathBuf {
+    params_dir.join("r1cs")
+}
+
+/// Partition `k` through the compiled system `cs`; `None` when the system
+/// does not fit the circuit and `at` leaves a, b and c to synthesis, so
+/// the old way can take over (logged here).
+pub fn synthesize_through(
+    source: &dyn PartitionSource,
+    k: usize,
+    cs: &Arc<CompiledCs>,
+    at: cuzk_prover::AbcAt,
+) -> Option<Result<cuzk_prover::Synthesized, cuzk_circuits::CircuitError>> {
+    use cuzk_circuits::CircuitError;
+    match source.synthesize_compiled(k, cs, at) {
+        Err(CircuitError::Compiled {
+            source: cuzk_r1cs::CompiledSynthError::Compiled(e),
+            ..
+        }) if at == cuzk_prover::AbcAt::Synthesis => {
+            warn!("compiled constraint system unusable, synthesizing the old way: {e}");
+            None
+        }
+        r => Some(r),
+    }
+}
+
 impl ConstraintSystems {
     /// Systems kept in `dir` when given (else recorded in memory only),
     /// charged to `budget`.
@@ -175,27 +203,23 @@ impl ConstraintSystems {
 
 /// For tools proving one partition outside a daemon (cuzk-lab, cuzk-peer):
 /// partition `k`'s witness, a, b and c evaluated on the host, through its
-/// shape's system kept in `dir` (loaded, or recorded there first: that
-/// takes as long as the old way) as a daemon on the same parameters
-/// synthesizes it; the old way when there can be no such system or it does
-/// not fit. Says which path it took (`compiled` or `gadgets`).
+/// shape's system kept beside the parameters in `params_dir` ([`dir_for`];
+/// loaded, or recorded there first: that takes as long as the old way) as
+/// a daemon on the same parameters synthesizes it; the old way when there
+/// can be no such system or it does not fit. Says which path it took
+/// (`compiled` or `gadgets`).
 pub fn synthesize_on_host(
-    dir: &std::path::Path,
+    params_dir: &std::path::Path,
     source: &dyn PartitionSource,
     k: usize,
 ) -> Result<(cuzk_prover::PartitionWitness, &'static str), cuzk_circuits::CircuitError> {
-    use cuzk_circuits::CircuitError;
-    let systems = ConstraintSystems::new(Some(dir.to_path_buf()), MemoryBudget::new(u64::MAX));
-    if let Some(cs) = systems.get(source, k) {
-        match source.synthesize_compiled(k, &cs, cuzk_prover::AbcAt::Synthesis) {
-            // As the engine: a system that does not fit the circuit is
-            // passed over for the old way.
-            Err(CircuitError::Compiled {
-                source: cuzk_r1cs::CompiledSynthError::Compiled(e),
-                ..
-            }) => warn!("compiled constraint system unusable, synthesizing the old way: {e}"),
-            r => return Ok((r?.witness, "compiled")),
-        }
+    let systems = ConstraintSystems::new(Some(dir_for(params_dir)), MemoryBudget::new(u64::MAX));
+    let at = cuzk_prover::AbcAt::Synthesis;
+    if let Some(r) = systems
+        .get(source, k)
+        .and_then(|cs| synthesize_through(source, k, &cs, at))
+    {
+        return Ok((r?.witness, "compiled"));
     }
     Ok((source.synthesize(k)?.witness, "gadgets"))
 }

@@ -94,8 +94,7 @@ mod imp {
         }
         let params = param_files(req.proof_type)?.params;
         let t = Instant::now();
-        let r1cs = crate::synth_bench::r1cs_dir(sel);
-        let (w, path) = synthesize_on_host(&r1cs, source, opts.partition)?;
+        let (w, path) = synthesize_on_host(&sel.params, source, opts.partition)?;
         println!(
             "peer_bench_setup kind={} sector_size={} partition={} partitions={n} \
              constraints={} aux={} synthesis={path} synthesis_ms={:.0} params={}",

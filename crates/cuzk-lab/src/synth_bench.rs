@@ -50,7 +50,7 @@ pub struct PathRun {
 
 /// The directory of compiled constraint systems for a fixture selection.
 pub fn r1cs_dir(sel: &Selection) -> PathBuf {
-    sel.params.join("r1cs")
+    cuzk_core::r1cs_manager::dir_for(&sel.params)
 }
 
 /// This process's user + system CPU seconds so far.

@@ -103,8 +103,7 @@ fn prove(cli: &Cli) -> Result<Report> {
     }
     let params = param_files(req.proof_type)?.params;
     let t = Instant::now();
-    let r1cs = sel.params.join("r1cs");
-    let (w, _) = cuzk_core::r1cs_manager::synthesize_on_host(&r1cs, source, cli.partition)?;
+    let (w, _) = cuzk_core::r1cs_manager::synthesize_on_host(&sel.params, source, cli.partition)?;
     let synthesis_ms = ms(t);
 
     let t = Instant::now();

@@ -138,7 +138,9 @@ impl Daemon {
             config.srs.eviction_min_idle,
         );
         let r1cs = Arc::new(ConstraintSystems::new(
-            Some(config.params.resolved_cache_dir().join("r1cs")),
+            Some(cuzk_core::r1cs_manager::dir_for(
+                &config.params.resolved_cache_dir(),
+            )),
             budget.clone(),
         ));
         Ok(EngineParts {

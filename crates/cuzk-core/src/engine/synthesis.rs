@@ -22,7 +22,7 @@ use cuzk_prover::{AbcAt, Synthesized, WitnessSize};
 
 use crate::budget::MemoryBudget;
 use crate::config::{Amount, EngineConfig, SynthesisPath};
-use crate::r1cs_manager::ConstraintSystems;
+use crate::r1cs_manager::{synthesize_through, ConstraintSystems};
 
 /// The largest partition (in constraints) synthesized on the CRITICAL
 /// pool: a 32 GiB WinningPoSt has ~2^18.6, a PoRep or WindowPoSt partition
@@ -110,7 +110,6 @@ pub(super) fn synthesize_partition(
     k: usize,
     (size, at): (WitnessSize, AbcAt),
 ) -> Result<Synthesized, String> {
-    use cuzk_circuits::CircuitError;
     // The shape's system first, outside the pool: the first partition of a
     // shape records it holding the shape's lock, and partitions arriving
     // with it wait for that lock. Inside the pool, a thread of the
@@ -122,16 +121,8 @@ pub(super) fn synthesize_partition(
         SynthesisPath::Circuit => None,
     };
     setup.install(critical, || {
-        if let Some(cs) = compiled {
-            match source.synthesize_compiled(k, &cs, at) {
-                Err(CircuitError::Compiled {
-                    source: cuzk_r1cs::CompiledSynthError::Compiled(e),
-                    ..
-                }) if at == AbcAt::Synthesis => tracing::warn!(
-                    "compiled constraint system unusable, synthesizing the old way: {e}"
-                ),
-                r => return r.map_err(|e| e.to_string()),
-            }
+        if let Some(r) = compiled.and_then(|cs| synthesize_through(source, k, &cs, at)) {
+            return r.map_err(|e| e.to_string());
         }
         if at == AbcAt::Backend {
             // The reservation has no room for a, b and c on the host.
