@@ -17,8 +17,9 @@
 #   winning:   PoReps (NORMAL) and WinningPoSts (CRITICAL) mixed, 4 in
 #              flight (with a, b and c on the GPU only);
 # once per daemon configuration ($CONFIGS, below). The `snap` configuration
-# then deletes the PoRep parameters, makes SnapDeals' (~30 GB; recorded
-# beside them as for PoRep) and proves 32 GiB SnapDeals (16 partitions);
+# then deletes the PoRep parameters, makes SnapDeals' (~30 GB; from the
+# constraint system recorded beside PoRep's parameters, `gen-params
+# --recorded`) and proves 32 GiB SnapDeals (16 partitions);
 # `wpost` does the same for WindowPoSt (~47 GB, one partition of 2,349
 # sectors) and proves one WindowPoSt, then WindowPoSts and WinningPoSts
 # together.
@@ -59,6 +60,16 @@ sample() {
   SMI=$!
 }
 
+# KIND's constraint system recorded in the background into <params>/r1cs;
+# big_prep waits for it.
+declare -A RECORDING=()
+early_record() {
+  step "$1 record (early)"
+  $TIME "$LAB" synth-bench --kind "$1" --sector-size 32GiB --fixtures "$F" --params "$P" \
+    --partition 0 --child record > "$L/record-$1.log" 2>&1 &
+  RECORDING[$1]=$!
+}
+
 # SKIP_PREP=1: inputs, parameters and the recording are there already.
 if [ -z "${SKIP_PREP:-}" ]; then
 step fixtures
@@ -70,6 +81,14 @@ step record
 $TIME "$LAB" synth-bench --kind porep --sector-size 32GiB --fixtures "$F" --params "$P" \
   --partition 0 --child record > "$L/record.log" 2>&1 &
 REC=$!
+# The later configurations' recordings too (one core each): they need only
+# the inputs, and WindowPoSt's takes longer than its parameters.
+for cfg in ${CONFIGS:-device host}; do
+  case $cfg in
+    snap) early_record snap ;;
+    wpost) early_record window-post ;;
+  esac
+done
 step params-winning
 $TIME "$B" gen-params --kind winning-post --sector-size 32GiB > "$L/params-winning.log" 2>&1
 step params-porep
@@ -158,14 +177,13 @@ big_prep() {
   local kind=$1
   step "$kind prep: deleting the other large parameters"
   find "$P" -name '*.params' -size +2G -delete
-  step "$kind record"
-  $TIME "$LAB" synth-bench --kind "$kind" --sector-size 32GiB --fixtures "$F" --params "$P" \
-    --partition 0 --child record > "$L/record-$kind.log" 2>&1 &
-  REC=$!
-  step "params-$kind"
-  $TIME "$B" gen-params --kind "$kind" --sector-size 32GiB > "$L/params-$kind.log" 2>&1
-  wait "$REC"
+  [ -n "${RECORDING[$kind]:-}" ] || early_record "$kind"
+  wait "${RECORDING[$kind]}"
   step "$kind recorded: $(grep -o 'wall_ms[^,]*' "$L/record-$kind.log" | head -1)"
+  # The matrices from that recording: the blank circuit's two synthesis
+  # passes took most of WindowPoSt's >17 min of parameters (2026-12-03).
+  step "params-$kind"
+  $TIME "$B" gen-params --kind "$kind" --sector-size 32GiB --recorded > "$L/params-$kind.log" 2>&1
   df -h / | tail -1 >> "$L/machine.txt"
 }
 

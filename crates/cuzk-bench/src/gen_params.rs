@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{bail, Result};
-use cuzk_setup::{generate_filecoin_with, time_bellperson, FilecoinCircuit, GeneratedFiles};
+use anyhow::{bail, Context, Result};
+use cuzk_setup::{generate_filecoin_from, time_bellperson, FilecoinCircuit, GeneratedFiles};
 
 /// The circuits of `size` named by `kind` (`all` or a proof kind).
 pub fn circuits(size: cuzk_fixtures::SectorSize, kind: &str) -> Result<Vec<FilecoinCircuit>> {
@@ -26,22 +26,65 @@ fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// How `run` generates.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct How {
+    /// RNG seed [default: the fixtures' seed of each circuit].
+    pub seed: Option<u64>,
+    /// Regenerate complete files.
+    pub force: bool,
+    /// Also time bellperson's generator.
+    pub compare: bool,
+    /// Matrices from the recorded constraint system ([`recorded_system`]).
+    pub recorded: bool,
+}
+
+/// The shape name the daemon keeps `circuit`'s recorded system under.
+pub fn shape_of(circuit: FilecoinCircuit) -> String {
+    match circuit {
+        FilecoinCircuit::Seal(p) => cuzk_circuits::porep_shape(p),
+        FilecoinCircuit::Window(p) | FilecoinCircuit::Winning(p) => cuzk_circuits::post_shape(p),
+        FilecoinCircuit::Update(p) => cuzk_circuits::snap_shape(p),
+    }
+}
+
+/// The constraint system recorded for `circuit`'s shape under
+/// `<dir>/r1cs`, where the daemon on parameter directory `dir` keeps it.
+pub fn recorded_system(circuit: FilecoinCircuit, dir: &Path) -> Result<cuzk_r1cs::CompiledCs> {
+    let key = cuzk_core::r1cs_manager::file_key(&shape_of(circuit));
+    let path = cuzk_r1cs::file::path_for(&cuzk_core::r1cs_manager::dir_for(dir), &key);
+    if !path.exists() {
+        bail!(
+            "{circuit}: no recorded constraint system at {} (record one with `cuzk-lab \
+             synth-bench --child record`, or leave out --recorded)",
+            path.display()
+        );
+    }
+    cuzk_r1cs::load(&path, &key).with_context(|| format!("{circuit}: {}", path.display()))
+}
+
 /// Generates (or, without `force`, keeps) each circuit's files in `dir`.
-pub fn run(
-    circuits: &[FilecoinCircuit],
-    dir: &Path,
-    seed: Option<u64>,
-    force: bool,
-    compare: bool,
-) -> Result<()> {
+pub fn run(circuits: &[FilecoinCircuit], dir: &Path, how: How) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     eprintln!(
         "WARNING: these Groth16 parameters are INSECURE (seeded toxic waste), for local testing only."
     );
     for &circuit in circuits {
-        let seed = seed.unwrap_or_else(|| cuzk_fixtures::params_seed(circuit));
+        let seed = how
+            .seed
+            .unwrap_or_else(|| cuzk_fixtures::params_seed(circuit));
+        let recorded = match how.recorded {
+            true => Some(recorded_system(circuit, dir)?),
+            false => None,
+        };
         let t = Instant::now();
-        let out = generate_with_bar(circuit, dir, seed, force || compare)?;
+        let out = generate_with_bar(
+            circuit,
+            recorded.as_ref(),
+            dir,
+            seed,
+            how.force || how.compare,
+        )?;
         let wall = t.elapsed();
         let Some(st) = out.stats else {
             println!("{circuit}: kept existing {}", out.params.display());
@@ -76,7 +119,7 @@ pub fn run(
             ms(st.count)
         );
         println!("  wrote {} and {}", out.params.display(), out.vk.display());
-        if compare {
+        if how.compare {
             eprintln!("  timing bellperson's generator on the same circuit (slow)...");
             let theirs = time_bellperson(circuit, seed)?;
             println!(
@@ -98,13 +141,18 @@ pub fn run(
 /// the section sizes are known, a spinner before.
 fn generate_with_bar(
     circuit: FilecoinCircuit,
+    recorded: Option<&cuzk_r1cs::CompiledCs>,
     dir: &Path,
     seed: u64,
     force: bool,
 ) -> Result<GeneratedFiles> {
-    let spinner = crate::progress::spinner(format!("{circuit}: synthesizing the blank circuit"));
+    let first = match recorded {
+        Some(_) => "reading the recorded constraint system",
+        None => "synthesizing the blank circuit",
+    };
+    let spinner = crate::progress::spinner(format!("{circuit}: {first}"));
     let bar = std::sync::Mutex::new(None::<indicatif::ProgressBar>);
-    let out = generate_filecoin_with(circuit, dir, seed, force, &|p| {
+    let out = generate_filecoin_from(circuit, recorded, dir, seed, force, &|p| {
         if p.points_total == 0 {
             spinner.set_message(format!("{circuit}: {}", p.stage));
             return;

@@ -79,6 +79,12 @@ enum Command {
         /// circuit and print the speed-up.
         #[arg(long)]
         compare: bool,
+        /// Read each circuit's matrices from the constraint system recorded
+        /// for its shape under <dir>/r1cs (as the daemon and `cuzk-lab
+        /// synth-bench --child record` keep it) instead of synthesizing the
+        /// blank circuit twice; an error when none is there.
+        #[arg(long)]
+        recorded: bool,
     },
     /// Prove one request of a kind from the fixtures through a running daemon.
     Single {
@@ -164,10 +170,17 @@ fn main() -> Result<()> {
             seed,
             force,
             compare,
+            recorded,
         } => {
             let dir = dir.unwrap_or_else(|| cuzk_fixtures::default_params_dir(sector_size));
             let circuits = gen_params::circuits(sector_size, &kind)?;
-            gen_params::run(&circuits, &dir, seed, force, compare)
+            let how = gen_params::How {
+                seed,
+                force,
+                compare,
+                recorded,
+            };
+            gen_params::run(&circuits, &dir, how)
         }
         Command::Single {
             kind,

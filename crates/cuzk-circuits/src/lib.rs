@@ -27,10 +27,10 @@ use std::sync::Arc;
 use cuzk_prover::{AbcAt, SynthError, Synthesized, WitnessSize};
 use cuzk_r1cs::{AssignmentCs, CompiledCs, CompiledSynthError};
 
-pub use porep::porep_source;
-pub use post::{window_post_source, winning_post_source};
+pub use porep::{porep_shape, porep_source};
+pub use post::{post_shape, window_post_source, winning_post_source};
 pub use reference::{BellpersonReference, ProofCircuits};
-pub use snap::snap_source;
+pub use snap::{snap_shape, snap_source};
 
 /// Why circuits could not be built or synthesized.
 #[derive(Debug, thiserror::Error)]

@@ -81,8 +81,14 @@ fn build<Tree: 'static + MerkleTreeTrait>(
         public_inputs,
         vanilla,
         params,
-        shape: format!("porep-{:?}", c1.registered_proof),
+        shape: porep_shape(c1.registered_proof),
     }))
+}
+
+/// The shape name of a PoRep's partition circuits (recorded systems are
+/// kept under it).
+pub fn porep_shape(proof: filecoin_proofs_api::RegisteredSealProof) -> String {
+    format!("porep-{proof:?}")
 }
 
 impl<Tree: 'static + MerkleTreeTrait> Circuits for PorepSource<Tree> {

@@ -137,8 +137,14 @@ fn build<Tree: 'static + MerkleTreeTrait>(
         public_inputs,
         params,
         partitions,
-        shape: format!("post-{post_type:?}"),
+        shape: post_shape(post_type),
     }))
+}
+
+/// The shape name of a PoSt's partition circuits (recorded systems are
+/// kept under it).
+pub fn post_shape(proof: RegisteredPoStProof) -> String {
+    format!("post-{proof:?}")
 }
 
 impl<Tree: 'static + MerkleTreeTrait> Circuits for PostSource<Tree> {

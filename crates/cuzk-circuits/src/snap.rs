@@ -94,8 +94,14 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         public_inputs,
         params,
         vanilla,
-        shape: format!("snap-{update_type:?}"),
+        shape: snap_shape(update_type),
     }))
+}
+
+/// The shape name of a SnapDeals proof's partition circuits (recorded
+/// systems are kept under it).
+pub fn snap_shape(proof: RegisteredUpdateProof) -> String {
+    format!("snap-{proof:?}")
 }
 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Circuits for SnapSource<Tree> {

@@ -15,6 +15,7 @@
 //! where it starts, and equal segments are stored once with a list of the
 //! places (*instances*) where they occur.
 
+mod columns;
 pub mod compiled;
 mod encode;
 pub mod file;
@@ -23,6 +24,7 @@ pub mod record;
 pub mod window;
 pub mod witness;
 
+pub use columns::Columns;
 pub use compiled::{CompiledCs, CompiledStats};
 pub use file::{load, load_or_record, save, FileError};
 pub use record::{record, RecordingCs};

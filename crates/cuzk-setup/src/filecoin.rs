@@ -43,9 +43,10 @@ use storage_proofs_update::{
 
 use crate::counting::Shape;
 use crate::progress::{no_progress, Progress};
-use crate::stream::generate_streaming;
+use crate::stream::{generate_streaming, generate_streaming_from};
 use crate::writer::remove_stale_temporaries;
 use crate::{cpu_time, generate, SetupError, SetupStats, ToxicWaste};
+use cuzk_r1cs::CompiledCs;
 
 /// A Filecoin circuit parameters can be generated for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -224,6 +225,22 @@ pub fn generate_filecoin_with(
     force: bool,
     progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<GeneratedFiles, SetupError> {
+    generate_filecoin_from(circuit, None, dir, seed, force, progress)
+}
+
+/// [`generate_filecoin_with`], the matrices read from `recorded` when
+/// given: a recording of `circuit` (the constraint system the daemon
+/// records for its shape), which spares the blank circuit's two synthesis
+/// passes ([`generate_streaming_from`]). Nothing here can tell a
+/// recording of another circuit: the caller picks it by its shape's key.
+pub fn generate_filecoin_from(
+    circuit: FilecoinCircuit,
+    recorded: Option<&CompiledCs>,
+    dir: &Path,
+    seed: u64,
+    force: bool,
+    progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<GeneratedFiles, SetupError> {
     let (identifier, params, vk) = param_file_names(circuit, dir)?;
     if !force && is_complete(&params, &vk) {
         tracing::info!(%circuit, path = %params.display(), "keeping existing parameters");
@@ -246,6 +263,7 @@ pub fn generate_filecoin_with(
     );
     struct Gen<'a> {
         seed: u64,
+        recorded: Option<&'a CompiledCs>,
         params: &'a Path,
         vk: &'a Path,
         progress: &'a (dyn Fn(&Progress) + Sync),
@@ -254,11 +272,15 @@ pub fn generate_filecoin_with(
         type Output = Result<SetupStats, SetupError>;
         fn visit<C: Circuit<Scalar>, F: Fn() -> C>(self, _: String, blank: F) -> Self::Output {
             let tw = ToxicWaste::random(&mut ChaCha20Rng::seed_from_u64(self.seed));
-            generate_streaming(blank, &tw, self.params, self.vk, self.progress)
+            match self.recorded {
+                Some(cs) => generate_streaming_from(cs, &tw, self.params, self.vk, self.progress),
+                None => generate_streaming(blank, &tw, self.params, self.vk, self.progress),
+            }
         }
     }
     let gen = Gen {
         seed,
+        recorded,
         params: &params,
         vk: &vk,
         progress,

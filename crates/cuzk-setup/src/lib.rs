@@ -11,6 +11,8 @@
 //!   `.params` / `.vk` files in bounded memory (two synthesis passes,
 //!   [`counting`] then [`evaluating`], and chunked sections through a
 //!   [`writer`]), reporting [`Progress`] ([`progress`]);
+//!   [`generate_streaming_from`] reads the matrices from a recorded
+//!   constraint system instead ([`recorded`]: no synthesis pass);
 //! * [`fn@generate`] / [`generate_with`] ([`mod@generate`]): a blank circuit to a
 //!   [`Srs`](cuzk_prover::srs::Srs) in memory, with per-stage [`SetupStats`]
 //!   (the reference the streaming generator is tested against);
@@ -30,6 +32,7 @@ pub mod filecoin;
 pub mod fixed_base;
 pub mod generate;
 pub mod progress;
+pub mod recorded;
 pub mod stream;
 pub mod writer;
 
@@ -38,12 +41,12 @@ use std::time::Duration;
 
 pub use counting::Shape;
 pub use filecoin::{
-    bellperson_params, generate_filecoin, generate_filecoin_with, generate_in_memory,
-    param_file_names, time_bellperson, FilecoinCircuit, GeneratedFiles, Timing,
+    bellperson_params, generate_filecoin, generate_filecoin_from, generate_filecoin_with,
+    generate_in_memory, param_file_names, time_bellperson, FilecoinCircuit, GeneratedFiles, Timing,
 };
 pub use generate::{generate, generate_with, SetupStats, ToxicWaste};
 pub use progress::{no_progress, peak_rss, Progress, Stage};
-pub use stream::generate_streaming;
+pub use stream::{generate_streaming, generate_streaming_from, Matrices};
 
 /// Errors of parameter generation.
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +92,9 @@ pub enum SetupError {
     /// A PoSt circuit asked for with a proof of the other PoSt kind.
     #[error("{0}")]
     WrongProofKind(String),
+    /// A recorded constraint system could not be read or used.
+    #[error("recorded constraint system: {0}")]
+    Recorded(String),
     /// bellperson's generator failed (in [`time_bellperson`]).
     #[error("bellperson's generator failed: {0}")]
     Bellperson(bellpepper_core::SynthesisError),

@@ -62,6 +62,51 @@ where
     C: Circuit<Scalar>,
     F: Fn() -> C,
 {
+    generate_streaming_from(&Blank(blank), tw, params, vk, progress)
+}
+
+/// Where a generator reads the constraint matrices: the shape (steps 1)
+/// and the per-variable evaluations at `tau` (step 3).
+pub trait Matrices {
+    fn shape(&self) -> Result<Shape, SetupError>;
+    /// `lagrange[j] = L_j(tau)` for every constraint `j` (the input
+    /// constraints last); `on_progress(done)` now and then.
+    fn evaluate(
+        &self,
+        shape: &Shape,
+        lagrange: &[Scalar],
+        on_progress: &(dyn Fn(usize) + Sync),
+    ) -> Result<evaluating::Evaluated, SetupError>;
+}
+
+/// A blank circuit's matrices: synthesized once to count, once to evaluate.
+struct Blank<F>(F);
+
+impl<C: Circuit<Scalar>, F: Fn() -> C> Matrices for Blank<F> {
+    fn shape(&self) -> Result<Shape, SetupError> {
+        Shape::of((self.0)())
+    }
+
+    fn evaluate(
+        &self,
+        shape: &Shape,
+        lagrange: &[Scalar],
+        on_progress: &(dyn Fn(usize) + Sync),
+    ) -> Result<evaluating::Evaluated, SetupError> {
+        evaluating::evaluate((self.0)(), shape, lagrange, on_progress)
+    }
+}
+
+/// [`generate_streaming`] with the matrices from `matrices`, such as a
+/// recorded constraint system ([`crate::recorded`]) in place of the blank
+/// circuit's two synthesis passes. The same bytes for the same matrices.
+pub fn generate_streaming_from(
+    matrices: &dyn Matrices,
+    tw: &ToxicWaste,
+    params: &Path,
+    vk: &Path,
+    progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<SetupStats, SetupError> {
     let (start, cpu_start) = (Instant::now(), cpu_time());
     let mut stats = SetupStats::default();
     let (gamma_inv, delta_inv) = tw.inverses()?;
@@ -71,7 +116,7 @@ where
 
     report.stage(Stage::Count, 0, 0);
     let t = Instant::now();
-    let shape = Shape::of(blank())?;
+    let shape = matrices.shape()?;
     stats.count = t.elapsed();
     (stats.constraints, stats.inputs, stats.aux) = (shape.constraints, shape.inputs, shape.aux);
     tracing::debug!(?shape, elapsed = ?stats.count, "counted blank circuit");
@@ -91,7 +136,7 @@ where
     let t = Instant::now();
     let total = shape.constraints as u64;
     let on_constraints = |done: usize| report.stage(Stage::Evaluate, done as u64, total);
-    let evaluated = evaluating::evaluate(blank(), &shape, &basis, &on_constraints)?;
+    let evaluated = matrices.evaluate(&shape, &basis, &on_constraints)?;
     drop(basis);
     stats.synthesis = t.elapsed();
     stats.matrix_entries = evaluated.entries;
