@@ -74,15 +74,23 @@ early_record() {
 if [ -z "${SKIP_PREP:-}" ]; then
 step fixtures
 $TIME "$B" gen-fixtures --sector-size 32GiB --inputs-only > "$L/fixtures.log" 2>&1
+# PoRep's parameters only when a configuration proves PoReps (`snap` and
+# `wpost` alone make only their own).
+POREP=""
+for cfg in ${CONFIGS:-device host}; do
+  case $cfg in snap | wpost) ;; *) POREP=1 ;; esac
+done
 # The PoRep's constraint system recorded (one thread) while the
 # parameters are generated (the other cores), into <params>/r1cs where the
 # daemon looks for it.
-step record
-$TIME "$LAB" synth-bench --kind porep --sector-size 32GiB --fixtures "$F" --params "$P" \
-  --partition 0 --child record > "$L/record.log" 2>&1 &
-REC=$!
+if [ -n "$POREP" ]; then
+  step record
+  $TIME "$LAB" synth-bench --kind porep --sector-size 32GiB --fixtures "$F" --params "$P" \
+    --partition 0 --child record > "$L/record.log" 2>&1 &
+  REC=$!
+fi
 # The later configurations' recordings too (one core each): they need only
-# the inputs, and WindowPoSt's takes longer than its parameters.
+# the inputs, and their parameters are made from them.
 for cfg in ${CONFIGS:-device host}; do
   case $cfg in
     snap) early_record snap ;;
@@ -91,10 +99,12 @@ for cfg in ${CONFIGS:-device host}; do
 done
 step params-winning
 $TIME "$B" gen-params --kind winning-post --sector-size 32GiB > "$L/params-winning.log" 2>&1
-step params-porep
-$TIME "$B" gen-params --kind porep --sector-size 32GiB > "$L/params-porep.log" 2>&1
-wait "$REC"
-step "recorded: $(grep -o 'wall_ms[^,]*' "$L/record.log" | head -1)"
+if [ -n "$POREP" ]; then
+  step params-porep
+  $TIME "$B" gen-params --kind porep --sector-size 32GiB > "$L/params-porep.log" 2>&1
+  wait "$REC"
+  step "recorded: $(grep -o 'wall_ms[^,]*' "$L/record.log" | head -1)"
+fi
 df -h / | tail -1 >> "$L/machine.txt"
 fi
 
