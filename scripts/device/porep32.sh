@@ -7,19 +7,20 @@
 # DAEMON is cuzk-daemon built with --features cuda, CLIENT a cuzk-bench
 # (gen-fixtures, gen-params, status); $LAB is a cuzk-lab (synth-bench,
 # stress; default: cuzk-lab beside CLIENT). It makes the 32 GiB synthetic
-# inputs and the INSECURE PoRep and WinningPoSt parameters there (the ~47 GiB
-# PoRep file fits the machine's 64 GiB disk; SnapDeals' and WindowPoSt's do
-# not fit beside it), starts the daemon on them and runs, each verified by
-# the client with filecoin-proofs' verifier:
+# inputs and the INSECURE WinningPoSt parameters there, PoRep's too when a
+# configuration proves PoReps (the ~47 GiB PoRep file fits the machine's
+# 64 GiB disk; SnapDeals' and WindowPoSt's do not fit beside it), starts
+# the daemon on them and runs, each verified by the client with
+# filecoin-proofs' verifier:
 #   first:     1 PoRep (loads the SRS and the recorded constraint system);
 #   isolated:  2 PoReps one at a time;
 #   pipelined: 4 PoReps submitted at once;
 #   winning:   PoReps (NORMAL) and WinningPoSts (CRITICAL) mixed, 4 in
 #              flight (with a, b and c on the GPU only);
 # once per daemon configuration ($CONFIGS, below). The `snap` configuration
-# then deletes the PoRep parameters, makes SnapDeals' (~30 GB; from the
-# constraint system recorded beside PoRep's parameters, `gen-params
-# --recorded`) and proves 32 GiB SnapDeals (16 partitions);
+# then deletes the PoRep parameters, makes SnapDeals' (~30 GB; from its
+# constraint system, recorded at the start beside the other parameters,
+# `gen-params --recorded`) and proves 32 GiB SnapDeals (16 partitions);
 # `wpost` does the same for WindowPoSt (~47 GB, one partition of 2,349
 # sectors) and proves one WindowPoSt, then WindowPoSts and WinningPoSts
 # together.
@@ -93,8 +94,8 @@ fi
 # the inputs, and their parameters are made from them.
 for cfg in ${CONFIGS:-device host}; do
   case $cfg in
-    snap) early_record snap ;;
-    wpost) early_record window-post ;;
+    snap) [ -n "${RECORDING[snap]:-}" ] || early_record snap ;;
+    wpost) [ -n "${RECORDING[window-post]:-}" ] || early_record window-post ;;
   esac
 done
 step params-winning
@@ -188,26 +189,32 @@ big_prep() {
   step "$kind prep: deleting the other large parameters"
   find "$P" -name '*.params' -size +2G -delete
   [ -n "${RECORDING[$kind]:-}" ] || early_record "$kind"
-  wait "${RECORDING[$kind]}"
-  step "$kind recorded: $(grep -o 'wall_ms[^,]*' "$L/record-$kind.log" | head -1)"
+  local from=--recorded
+  if wait "${RECORDING[$kind]}"; then
+    step "$kind recorded: $(grep -o 'wall_ms[^,]*' "$L/record-$kind.log" | head -1)"
+  else
+    step "$kind recording FAILED: parameters from the blank circuit"
+    from=""
+  fi
   # The matrices from that recording: the blank circuit's two synthesis
   # passes took most of WindowPoSt's >17 min of parameters (2026-12-03).
   step "params-$kind"
-  $TIME "$B" gen-params --kind "$kind" --sector-size 32GiB --recorded > "$L/params-$kind.log" 2>&1
+  $TIME "$B" gen-params --kind "$kind" --sector-size 32GiB $from > "$L/params-$kind.log" 2>&1 ||
+    { step "params-$kind FAILED: $(grep -i error "$L/params-$kind.log" | tail -1)"; return 1; }
   df -h / | tail -1 >> "$L/machine.txt"
 }
 
 for cfg in ${CONFIGS:-device host}; do
   case $cfg in
     device) daemon_runs device true "${DEVICE_RUNS:-first isolated pipelined winning}" ;;
-    snap) big_prep snap; daemon_runs snap true "snap-first snap-isolated" ;;
+    snap) big_prep snap && daemon_runs snap true "snap-first snap-isolated" ;;
     peer)
       step "peer-bench porep"
       timeout "${RUN_TIMEOUT:-900}" "$LAB" peer-bench --kind porep --sector-size 32GiB \
         --fixtures "$F" --params "$P" --runs 3 --peer "$PEER" > "$L/peer-porep.log" 2>&1
       step "peer-bench done: $(tail -1 "$L/peer-porep.log")"
       ;;
-    wpost) big_prep window-post; daemon_runs wpost true "${WPOST_RUNS:-wpost-first wpost-winning}" ;;
+    wpost) big_prep window-post && daemon_runs wpost true "${WPOST_RUNS:-wpost-first wpost-winning}" ;;
     host) daemon_runs host false "first isolated pipelined" ;;
     device-again) daemon_runs device2 true "first isolated pipelined" ;;
   esac

@@ -73,18 +73,17 @@ pub fn run(circuits: &[FilecoinCircuit], dir: &Path, how: How) -> Result<()> {
         let seed = how
             .seed
             .unwrap_or_else(|| cuzk_fixtures::params_seed(circuit));
-        let recorded = match how.recorded {
+        let force = how.force || how.compare;
+        let recorded = match how.recorded && (force || !cuzk_setup::params_complete(circuit, dir)?)
+        {
             true => Some(recorded_system(circuit, dir)?),
             false => None,
         };
         let t = Instant::now();
-        let out = generate_with_bar(
-            circuit,
-            recorded.as_ref(),
-            dir,
-            seed,
-            how.force || how.compare,
-        )?;
+        let out = match &recorded {
+            Some(cs) => generate_checked(circuit, cs, dir, seed)?,
+            None => generate_with_bar(circuit, None, dir, seed, force)?,
+        };
         let wall = t.elapsed();
         let Some(st) = out.stats else {
             println!("{circuit}: kept existing {}", out.params.display());
@@ -137,7 +136,39 @@ pub fn run(circuits: &[FilecoinCircuit], dir: &Path, how: How) -> Result<()> {
     Ok(())
 }
 
-/// `generate_filecoin_with` with a bar of points written (rate, ETA) once
+/// Generates from the recording `cs` while one more thread counts the
+/// blank circuit (a pass without linear combinations, hidden behind the
+/// points); a recording of another shape (a stale file, another circuit's)
+/// is refused after the fact and the files it made are removed.
+fn generate_checked(
+    circuit: FilecoinCircuit,
+    cs: &cuzk_r1cs::CompiledCs,
+    dir: &Path,
+    seed: u64,
+) -> Result<GeneratedFiles> {
+    let (out, counted) = std::thread::scope(|s| {
+        let count = s.spawn(|| circuit.shape());
+        let out = generate_with_bar(circuit, Some(cs), dir, seed, true);
+        (out, count.join())
+    });
+    let out = out?;
+    let counted = counted
+        .map_err(|_| anyhow::anyhow!("{circuit}: counting the blank circuit panicked"))??;
+    let recorded = cuzk_setup::Matrices::shape(cs)?;
+    if counted != recorded {
+        for f in [&out.params, &out.vk] {
+            let _ = std::fs::remove_file(f);
+        }
+        bail!(
+            "{circuit}: the recorded constraint system {} has {recorded:?} but the circuit \
+             {counted:?}; its parameters were removed (record it again)",
+            cs.key
+        );
+    }
+    Ok(out)
+}
+
+/// `generate_filecoin_from` with a bar of points written (rate, ETA) once
 /// the section sizes are known, a spinner before.
 fn generate_with_bar(
     circuit: FilecoinCircuit,

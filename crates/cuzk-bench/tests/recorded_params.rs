@@ -76,4 +76,36 @@ fn parameters_from_a_recorded_partition_equal_the_blank_circuits() {
             );
         }
     }
+
+    // Another circuit's recording under WindowPoSt's key (a stale or
+    // misplaced file) is refused and leaves no parameters behind.
+    let window = circuit_of(ProofKind::WindowPost);
+    let window_key = cuzk_core::r1cs_manager::file_key(&gen_params::shape_of(window));
+    let winning_key = cuzk_core::r1cs_manager::file_key(&gen_params::shape_of(circuit_of(
+        ProofKind::WinningPost,
+    )));
+    let other = tempfile::tempdir().expect("tempdir");
+    let other_r1cs = cuzk_core::r1cs_manager::dir_for(other.path());
+    std::fs::create_dir_all(&other_r1cs).expect("r1cs dir");
+    let mut wrong = cuzk_r1cs::load(
+        &cuzk_r1cs::file::path_for(&r1cs, &winning_key),
+        &winning_key,
+    )
+    .expect("WinningPoSt's recording");
+    wrong.key = window_key.clone();
+    cuzk_r1cs::save(&wrong, &cuzk_r1cs::file::path_for(&other_r1cs, &window_key)).expect("saved");
+    let how = How {
+        recorded: true,
+        ..How::default()
+    };
+    let err = gen_params::run(&[window], other.path(), how).expect_err("a wrong recording");
+    assert!(
+        format!("{err:#}").contains("parameters were removed"),
+        "{err:#}"
+    );
+    let (_, params, vk) = cuzk_setup::param_file_names(window, other.path()).expect("names");
+    assert!(
+        !params.exists() && !vk.exists(),
+        "the wrong parameters were left behind"
+    );
 }

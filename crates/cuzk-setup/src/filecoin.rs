@@ -317,6 +317,13 @@ pub fn generate_in_memory(
     visit(circuit, Gen(seed))?
 }
 
+/// Whether `circuit`'s files in `dir` are complete (what
+/// [`generate_filecoin_with`] keeps without `force`).
+pub fn params_complete(circuit: FilecoinCircuit, dir: &Path) -> Result<bool, SetupError> {
+    let (_, params, vk) = param_file_names(circuit, dir)?;
+    Ok(is_complete(&params, &vk))
+}
+
 fn is_complete(params: &Path, vk: &Path) -> bool {
     let Ok(file) = ParamsFile::open(params) else {
         return false;

@@ -42,7 +42,8 @@ use std::time::Duration;
 pub use counting::Shape;
 pub use filecoin::{
     bellperson_params, generate_filecoin, generate_filecoin_from, generate_filecoin_with,
-    generate_in_memory, param_file_names, time_bellperson, FilecoinCircuit, GeneratedFiles, Timing,
+    generate_in_memory, param_file_names, params_complete, time_bellperson, FilecoinCircuit,
+    GeneratedFiles, Timing,
 };
 pub use generate::{generate, generate_with, SetupStats, ToxicWaste};
 pub use progress::{no_progress, peak_rss, Progress, Stage};

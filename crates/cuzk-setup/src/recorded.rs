@@ -4,7 +4,7 @@
 //! `tau` are its columns weighted by the Lagrange basis
 //! ([`CompiledCs::weighted_columns`], one thread per matrix). Same
 //! parameters as from the blank circuit when the recording is of that
-//! circuit (tests/recorded.rs compares the bytes), without its two
+//! circuit (`crates/cuzk-bench/tests/recorded_params.rs` compares the bytes), without its two
 //! synthesis passes.
 
 use blstrs::Scalar;
@@ -29,10 +29,10 @@ impl Matrices for CompiledCs {
                 aux,
                 constraints,
             }),
-            _ => Err(SetupError::TooLarge {
-                constraints: usize::MAX,
-                variables: usize::MAX,
-            }),
+            _ => Err(SetupError::Recorded(format!(
+                "{}: counts beyond this machine's usize",
+                self.key
+            ))),
         }
     }
 
@@ -45,6 +45,8 @@ impl Matrices for CompiledCs {
         let columns = self
             .weighted_columns(lagrange)
             .map_err(|e| SetupError::Recorded(e.to_string()))?;
+        // (Zero coefficients were dropped when recording, so `terms` can
+        // be below the blank circuit's entry count; the sums are equal.)
         on_progress(self.num_constraints() as usize);
         Ok(Evaluated {
             evaluations: Evaluations {

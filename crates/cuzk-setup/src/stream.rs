@@ -65,7 +65,7 @@ where
     generate_streaming_from(&Blank(blank), tw, params, vk, progress)
 }
 
-/// Where a generator reads the constraint matrices: the shape (steps 1)
+/// Where a generator reads the constraint matrices: the shape (step 1)
 /// and the per-variable evaluations at `tau` (step 3).
 pub trait Matrices {
     fn shape(&self) -> Result<Shape, SetupError>;
@@ -119,7 +119,7 @@ pub fn generate_streaming_from(
     let shape = matrices.shape()?;
     stats.count = t.elapsed();
     (stats.constraints, stats.inputs, stats.aux) = (shape.constraints, shape.inputs, shape.aux);
-    tracing::debug!(?shape, elapsed = ?stats.count, "counted blank circuit");
+    tracing::debug!(?shape, elapsed = ?stats.count, "shape of the matrices");
 
     report.stage(Stage::Lagrange, 0, 0);
     let t = Instant::now();
