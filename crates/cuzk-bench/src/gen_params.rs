@@ -51,8 +51,7 @@ pub fn shape_of(circuit: FilecoinCircuit) -> String {
 /// The constraint system recorded for `circuit`'s shape under
 /// `<dir>/r1cs`, where the daemon on parameter directory `dir` keeps it.
 pub fn recorded_system(circuit: FilecoinCircuit, dir: &Path) -> Result<cuzk_r1cs::CompiledCs> {
-    let key = cuzk_core::r1cs_manager::file_key(&shape_of(circuit));
-    let path = cuzk_r1cs::file::path_for(&cuzk_core::r1cs_manager::dir_for(dir), &key);
+    let (key, path) = cuzk_core::r1cs_manager::recorded_file(dir, &shape_of(circuit));
     if !path.exists() {
         bail!(
             "{circuit}: no recorded constraint system at {} (record one with `cuzk-lab \

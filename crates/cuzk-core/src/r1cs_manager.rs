@@ -63,6 +63,15 @@ pub fn dir_for(params_dir: &std::path::Path) -> PathBuf {
     params_dir.join("r1cs")
 }
 
+/// The key and file of `shape`'s recorded system for the parameter
+/// directory `params_dir`: where a daemon on that directory keeps it, and
+/// where tools that record or read one for it look.
+pub fn recorded_file(params_dir: &std::path::Path, shape: &str) -> (String, PathBuf) {
+    let key = file_key(shape);
+    let file = cuzk_r1cs::file::path_for(&dir_for(params_dir), &key);
+    (key, file)
+}
+
 /// Partition `k` through the compiled system `cs`; `None` when the system
 /// does not fit the circuit and `at` leaves a, b and c to synthesis, so
 /// the old way can take over (logged here).

@@ -16,7 +16,7 @@
 //! sector_size=S core_s_per_partition=X baseline_core_s_per_partition=Y
 //! ratio_vs_baseline=Y/X wall_s=W peak_rss_gib=R ...`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -46,11 +46,6 @@ pub struct PathRun {
     /// `compiled`: loading the matrices file (not part of the synthesis).
     pub load_ms: u64,
     pub detail: String,
-}
-
-/// The directory of compiled constraint systems for a fixture selection.
-pub fn r1cs_dir(sel: &Selection) -> PathBuf {
-    cuzk_core::r1cs_manager::dir_for(&sel.params)
 }
 
 /// This process's user + system CPU seconds so far.
@@ -98,8 +93,7 @@ pub fn run_child(path: &str, kind: ProofKind, sel: &Selection, k: usize) -> Resu
     let src = source(&f, kind)?;
     // Named as the daemon names it, so a recording made here is the one a
     // daemon on the same parameter directory loads.
-    let key = cuzk_core::r1cs_manager::file_key(src.shape());
-    let file = cuzk_r1cs::file::path_for(&r1cs_dir(sel), &key);
+    let (key, file) = cuzk_core::r1cs_manager::recorded_file(&sel.params, src.shape());
     if path == "record" {
         return record_child(&*src, k, &key, &file);
     }
