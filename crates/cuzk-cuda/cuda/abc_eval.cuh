@@ -248,22 +248,20 @@ RustError cuzk_cuda_h_eval(cuzk_cuda_ctx* ctx, cuzk_cuda_matrices* m,
         abc_eval(s, m, aux, n, d, d + n, d + 2 * n, true);
         trace.mark("abc_eval", s);
         for (int k = 0; k < 3; k++)
-            to_coset(s, d + k * n, lg_n, &trace);
+            h_vector(s, d + k * n, k, lg_n, &trace);
         h_finish(ctx, s, lg_n, z_inv, &trace);
     } else if (lg_n > 0) {
         fr_t zi;
         memcpy((void*)&zi, (const void*)z_inv, sizeof(fr_t));
-        abc_eval(s, m, aux, n, d, nullptr, nullptr, false);
-        to_coset(s, d, lg_n);
-        abc_eval(s, m, aux, n, nullptr, d + n, nullptr, false);
-        to_coset(s, d + n, lg_n);
-        launch_h_mul(s, d, d + n, n);
-        abc_eval(s, m, aux, n, nullptr, nullptr, d + n, false);
-        to_coset(s, d + n, lg_n);
-        launch_h_sub_scale(s, d, d + n, zi, n);
-        NTT::Base_dev_ptr(const_cast<stream_t&>(s), d, lg_n,
-                          NTT::InputOutputOrder::NN, NTT::Direction::inverse,
-                          NTT::Type::coset);
+        // a into the first buffer, then b and c in turn into the second.
+        for (int k = 0; k < 3; k++) {
+            fr_t* dst = k == 0 ? d : d + n;
+            abc_eval(s, m, aux, n, k == 0 ? dst : nullptr,
+                     k == 1 ? dst : nullptr, k == 2 ? dst : nullptr, false);
+            h_vector(s, dst, k, lg_n);
+            if (k > 0)
+                h_fold(s, d, d + n, k, lg_n, zi);
+        }
         trace.mark("a_only", s);
     }
     s.sync();

@@ -3,7 +3,7 @@
 //! Built on sppark: its field and curve types (`fr_t`, `fp_t`, `xyzz_t`,
 //! `jacobian_t`), its NTT (`ntt/ntt.cuh`), its Pippenger MSM
 //! (`msm/pippenger.cuh`) and batch addition. Our own kernels are
-//! small: the pointwise `(a·b − c)·Z⁻¹` on the coset, the compaction of
+//! small: the pointwise steps of the H polynomial (`h_stage.cuh`), the compaction of
 //! scalars by a density bitmap (`kernels.cuh`; offsets scanned with CUB),
 //! the 0/1 split of the witness MSMs (`split01.cuh`) and, in our MSM driver
 //! (`msm_driver.cuh`), the sort by bucket around CUB's radix sort

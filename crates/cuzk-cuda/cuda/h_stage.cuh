@@ -1,7 +1,18 @@
 //! The H stage of a partition: a, b, c to the device and the H polynomial
-//! (iNTT, coset NTT, (a·b − c)·Z⁻¹, coset iNTT) at each staging tier: all
-//! three vectors at once, a only (b and c through a second buffer), or H
-//! computed on the host and uploaded. Included at the end of `cuzk_cuda.cu`.
+//! at each staging tier: all three vectors at once, a only (b and c through
+//! a second buffer), or H computed on the host and uploaded. Included at
+//! the end of `cuzk_cuda.cu`.
+//!
+//! H is computed on the half-root coset ζ<ω> (ζ a primitive 2n-th root of
+//! unity, ζ^n = −1), as the CPU prover does (`cuzk_prover::ntt`, whose doc
+//! has the algebra): with A·B = L + xⁿH, the values of A·B on ζ<ω> are those
+//! of L − H and, for a satisfied system, C = L + H. So a and b go to the
+//! coset (iNTT, ζ^i, NTT), c only to its coefficients (iNTT), and after the
+//! inverse transform of a·b, h_i = (C_i − ζ^-i·coef_i) / 2: six transforms
+//! where bellperson's generator coset g<ω> ((a·b − c)·Z⁻¹, 3 + 3 + 1) takes
+//! seven, the same h for a satisfied system. The largest domain sppark
+//! handles (2^MAX_LG_DOMAIN_SIZE) has no ζ among its roots and keeps the
+//! generator coset.
 
 #ifndef __CUZK_H_STAGE_CUH__
 #define __CUZK_H_STAGE_CUH__
@@ -72,8 +83,86 @@ static void to_coset(const stream_t& s, fr_t* d, uint32_t lg_n,
         t->mark("ntt", s);
 }
 
-// The H coefficients from a|b|c once each vector is on the coset (see
-// to_coset; generator 7): (a·b − c)·z_inv, then the coset iNTT, on `s`.
+// Whether H is computed on the half-root coset (see the top of the file).
+static bool on_half_coset(uint32_t lg_n)
+{
+    return lg_n < MAX_LG_DOMAIN_SIZE;
+}
+
+// `d` with sppark's bit reversal (protected in its NTT class).
+struct ntt_bit_reversal : NTT {
+    static void run(const stream_t& s, fr_t* d, uint32_t lg_n)
+    {
+        bit_rev(d, d, lg_n, const_cast<stream_t&>(s));
+    }
+};
+
+// Vector k of a|b|c (natural order in) made ready for the H: on the
+// half-root coset, a and b evaluated there (natural order) and c turned
+// into its bit-reversed coefficients; otherwise each on the generator
+// coset (to_coset).
+static void h_vector(const stream_t& s, fr_t* d, int k, uint32_t lg_n,
+                     ntt_trace* t = nullptr)
+{
+    if (lg_n == 0)
+        return;
+    if (!on_half_coset(lg_n))
+        return to_coset(s, d, lg_n, t);
+    stream_t& st = const_cast<stream_t&>(s);
+    NTT::Base_dev_ptr(st, d, lg_n, NTT::InputOutputOrder::NR,
+                      NTT::Direction::inverse, NTT::Type::standard);
+    if (t)
+        t->mark("intt", s);
+    if (k == 2)
+        return;
+    launch_half_coset_shift(s, d, lg_n);
+    if (t)
+        t->mark("coset_shift", s);
+    NTT::Base_dev_ptr(st, d, lg_n, NTT::InputOutputOrder::RN,
+                      NTT::Direction::forward, NTT::Type::standard);
+    if (t)
+        t->mark("ntt", s);
+}
+
+// The half-root coset's last steps: `p` holds a·b on ζ<ω> and `c` C's
+// bit-reversed coefficients; `p` ends with h in natural order.
+static void h_from_product(const stream_t& s, fr_t* p, const fr_t* c,
+                           uint32_t lg_n, ntt_trace* t = nullptr)
+{
+    NTT::Base_dev_ptr(const_cast<stream_t&>(s), p, lg_n,
+                      NTT::InputOutputOrder::NR, NTT::Direction::inverse,
+                      NTT::Type::standard);
+    if (t)
+        t->mark("intt", s);
+    launch_half_coset_combine(s, p, c, lg_n);
+    if (t)
+        t->mark("combine", s);
+    ntt_bit_reversal::run(s, p, lg_n);
+    if (t)
+        t->mark("bit_reversal", s);
+}
+
+// The two-buffer tiers: vector k (1: b, 2: c) transformed by h_vector in
+// `d1` folded into `d0` (a, transformed first); after k = 2 `d0` holds h.
+static void h_fold(const stream_t& s, fr_t* d0, fr_t* d1, int k,
+                   uint32_t lg_n, const fr_t& z_inv)
+{
+    size_t n = (size_t)1 << lg_n;
+    if (lg_n == 0)
+        return;
+    if (k == 1)
+        return launch_h_mul(s, d0, d1, n);
+    if (on_half_coset(lg_n))
+        return h_from_product(s, d0, d1, lg_n);
+    launch_h_sub_scale(s, d0, d1, z_inv, n);
+    NTT::Base_dev_ptr(const_cast<stream_t&>(s), d0, lg_n,
+                      NTT::InputOutputOrder::NN, NTT::Direction::inverse,
+                      NTT::Type::coset);
+}
+
+// The H coefficients from a|b|c once each vector went through h_vector, on
+// `s`: on the half-root coset a·b, then h_from_product; on the generator
+// coset (a·b − c)·z_inv, then the coset iNTT.
 static void h_finish(cuzk_cuda_ctx* ctx, const stream_t& s, uint32_t lg_n,
                      const fr_t* z_inv, ntt_trace* t = nullptr)
 {
@@ -81,6 +170,12 @@ static void h_finish(cuzk_cuda_ctx* ctx, const stream_t& s, uint32_t lg_n,
         return;
     size_t n = (size_t)1 << lg_n;
     fr_t* d = ctx->abc.ptr;
+    if (on_half_coset(lg_n)) {
+        launch_h_mul(s, d, d + n, n);
+        if (t)
+            t->mark("pointwise", s);
+        return h_from_product(s, d, d + 2 * n, lg_n, t);
+    }
     fr_t zi;
     memcpy((void*)&zi, (const void*)z_inv, sizeof(fr_t));
     launch_h_pointwise(s, d, d + n, d + 2 * n, zi, n);
@@ -150,7 +245,7 @@ RustError cuzk_cuda_h_compute(cuzk_cuda_ctx* ctx, uint32_t lg_n,
     ntt_trace trace{ctx->tune.ntt_trace != 0};
     trace.mark("start", s);
     for (int k = 0; k < 3; k++)
-        to_coset(s, ctx->abc.ptr + k * n, lg_n, &trace);
+        h_vector(s, ctx->abc.ptr + k * n, k, lg_n, &trace);
     h_finish(ctx, s, lg_n, z_inv, &trace);
     s.sync();
     trace.report(lg_n);
@@ -183,7 +278,7 @@ RustError cuzk_cuda_h_prepare(cuzk_cuda_ctx* ctx, const fr_t* a, const fr_t* b,
         for (int k = 0; k < 3; k++) {
             enqueue_vec(ctx, cp, k, h[k], len, n, ev[k]);
             ev[k].wait(s);
-            to_coset(s, ctx->abc.ptr + k * n, lg_n);
+            h_vector(s, ctx->abc.ptr + k * n, k, lg_n);
         }
         h_finish(ctx, s, lg_n, z_inv);
         s.sync();
@@ -196,8 +291,8 @@ RustError cuzk_cuda_h_prepare(cuzk_cuda_ctx* ctx, const fr_t* a, const fr_t* b,
 
 // The a-only staging tier: the same H with room for two vectors, not
 // three. a is copied and transformed in the first; b, then c, are copied
-// into the second (on the copy stream) and
-// folded into a once transformed. On return the host vectors may be freed.
+// into the second (on the copy stream) and folded into a once transformed
+// (h_fold). On return the host vectors may be freed.
 RustError cuzk_cuda_h_prepare_a_only(cuzk_cuda_ctx* ctx, const fr_t* a,
                                      const fr_t* b, const fr_t* c, size_t len,
                                      uint32_t lg_n, const fr_t* z_inv)
@@ -227,17 +322,11 @@ RustError cuzk_cuda_h_prepare_a_only(cuzk_cuda_ctx* ctx, const fr_t* a,
                 cp.bzero(dst + len, n - len);
             landed.record(cp);
             landed.wait(s);
-            to_coset(s, dst, lg_n);
-            if (k == 1)
-                launch_h_mul(s, d[0], d[1], n);
-            if (k == 2)
-                launch_h_sub_scale(s, d[0], d[1], zi, n);
+            h_vector(s, dst, k, lg_n);
+            if (k > 0)
+                h_fold(s, d[0], d[1], k, lg_n, zi);
             done.record(s);
         }
-        if (lg_n > 0)
-            NTT::Base_dev_ptr(const_cast<stream_t&>(s), d[0], lg_n,
-                              NTT::InputOutputOrder::NN,
-                              NTT::Direction::inverse, NTT::Type::coset);
         s.sync();
         cp.sync();
     }

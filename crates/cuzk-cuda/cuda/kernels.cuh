@@ -1,5 +1,7 @@
-//! cuzk's own small kernels: the pointwise step of the H polynomial (in one
-//! kernel, or in two for the a-only staging tier) and the compaction of
+//! cuzk's own small kernels: the pointwise steps of the H polynomial (the
+//! product, the generator coset's (a·b − c)·Z⁻¹ in one kernel or two for the
+//! a-only staging tier, the half-root coset's shift and final combination)
+//! and the compaction of
 //! scalars by a density bitmap (set bits counted per word, then scanned by
 //! CUB on the device). Included by `cuzk_cuda.cu`
 //! after sppark's field types.
@@ -75,6 +77,71 @@ static void launch_h_sub_scale(const stream_t& s, fr_t* a, const fr_t* c,
 {
     const unsigned block = 256;
     h_sub_scale<<<grid_for(s, n, block), block, 0, s>>>(a, c, z_inv, n);
+    CUDA_OK(cudaGetLastError());
+}
+
+// The half-root coset of the H stage (h_stage.cuh): ζ = ω_{2n}, a primitive
+// 2^(lg_n+1)-th root of unity, taken from sppark's partial twiddles of
+// ω_{2^MAX_LG_DOMAIN_SIZE} (forward roots for ζ, inverse roots for ζ^-1), so
+// lg_n < MAX_LG_DOMAIN_SIZE.
+__device__ __forceinline__ fr_t half_coset_power(size_t i, uint32_t lg_n,
+                                                 const fr_t (*roots)[WINDOW_SIZE])
+{
+    return get_intermediate_root((index_t)i << (MAX_LG_DOMAIN_SIZE - lg_n - 1),
+                                 roots);
+}
+
+// d[j] ← d[j]·ζ^i for a bit-reversed vector (i = rev(j)): bit-reversed
+// coefficients shifted onto the coset ζ<ω>.
+__global__ void half_coset_shift(fr_t* d, uint32_t lg_n,
+                                 const fr_t (*roots)[WINDOW_SIZE])
+{
+    size_t n = (size_t)1 << lg_n;
+    size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t j = threadIdx.x + (size_t)blockIdx.x * blockDim.x; j < n;
+         j += stride) {
+        fr_t x = d[j];
+        x *= half_coset_power(bit_rev((index_t)j, lg_n), lg_n, roots);
+        d[j] = x;
+    }
+}
+
+// p[j] ← (c[j] − ζ^-i·p[j]) / 2 (i = rev(j)), both bit-reversed: p the
+// coefficients of a·b's values on ζ<ω> (ζ^i·(L_i − H_i)), c those of C
+// (L_i + H_i); the result is h_i, bit-reversed.
+__global__ void half_coset_combine(fr_t* p, const fr_t* c, uint32_t lg_n,
+                                   const fr_t (*inv_roots)[WINDOW_SIZE])
+{
+    size_t n = (size_t)1 << lg_n;
+    size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (size_t j = threadIdx.x + (size_t)blockIdx.x * blockDim.x; j < n;
+         j += stride) {
+        fr_t x = p[j];
+        x *= half_coset_power(bit_rev((index_t)j, lg_n), lg_n, inv_roots);
+        fr_t y = c[j];
+        y -= x;
+        y >>= 1;
+        p[j] = y;
+    }
+}
+
+static void launch_half_coset_shift(const stream_t& s, fr_t* d, uint32_t lg_n)
+{
+    const unsigned block = 256;
+    size_t n = (size_t)1 << lg_n;
+    const auto roots = NTTParameters::all(false)[s].partial_twiddles;
+    half_coset_shift<<<grid_for(s, n, block), block, 0, s>>>(d, lg_n, roots);
+    CUDA_OK(cudaGetLastError());
+}
+
+static void launch_half_coset_combine(const stream_t& s, fr_t* p,
+                                      const fr_t* c, uint32_t lg_n)
+{
+    const unsigned block = 256;
+    size_t n = (size_t)1 << lg_n;
+    const auto roots = NTTParameters::all(true)[s].partial_twiddles;
+    half_coset_combine<<<grid_for(s, n, block), block, 0, s>>>(p, c, lg_n,
+                                                               roots);
     CUDA_OK(cudaGetLastError());
 }
 

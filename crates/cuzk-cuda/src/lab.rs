@@ -97,8 +97,8 @@ impl StageContext<'_> {
         self.ctx.h_prepare(a, b, c, lg_n, &z_inv)
     }
 
-    /// The H coefficients from the uploaded a, b, c (iNTT, coset NTT,
-    /// pointwise, coset iNTT), as source [`Source::H`].
+    /// The H coefficients from the uploaded a, b, c (the H stage of
+    /// `cuda/h_stage.cuh`), as source [`Source::H`].
     pub fn h_compute(&mut self, lg_n: u32) -> Result<(), CudaError> {
         let z_inv = z_inverse(lg_n)?;
         self.ctx.h_compute(lg_n, &z_inv)

@@ -6,7 +6,8 @@
 //! lock (`device.rs`), the backend's metrics ([`metrics`]).
 //!
 //! Per partition the GPU computes the H polynomial (sppark's NTT plus our
-//! pointwise kernel, with bellperson's domain, coset generator 7 and Z⁻¹)
+//! pointwise kernels, on the half-root coset as the CPU backend does: six
+//! transforms, the same H as bellperson's seven for a satisfied system)
 //! and the H, L, A, B_G1 and B_G2 MSMs over the aux variables (our driver
 //! around sppark's Pippenger kernels, in G1 and G2; A/B scalars are picked
 //! on the GPU by the density bitmaps). The tiny input MSMs run on the CPU

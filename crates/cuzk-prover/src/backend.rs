@@ -129,7 +129,7 @@ pub enum ProverError {
 /// Time per stage of one `prove` call, summed over its partitions.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ProveStats {
-    /// iNTT, coset NTT, pointwise product, coset iNTT (the H polynomial).
+    /// The H polynomial's transforms and pointwise steps (see `ntt::compute_h`).
     pub ntt: Duration,
     pub msm_h: Duration,
     pub msm_l: Duration,

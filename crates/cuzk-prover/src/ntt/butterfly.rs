@@ -238,6 +238,14 @@ pub(super) fn mul2(x: &mut Scalar, a: &Scalar, b: &Scalar) {
     }
 }
 
+/// `x <- y - x`.
+#[inline(always)]
+pub(super) fn sub_from(x: &mut Scalar, y: &Scalar) {
+    let xp = fr_mut(x);
+    // SAFETY: as in `dif_bfly`.
+    unsafe { blst_fr_sub(xp, fr(y), xp) };
+}
+
 /// DIT butterfly: `(x, y) <- (x + y w, x - y w)`.
 #[inline(always)]
 fn dit_bfly(x: &mut Scalar, y: &mut Scalar, w: &Scalar) {

@@ -1,5 +1,6 @@
 //! Tests of the NTT: naive DFTs, round trips and equality with bellperson.
 
+use super::h::compute_h_generator_coset;
 use super::*;
 use bellperson::domain::EvaluationDomain;
 use rand::{Rng, SeedableRng};
@@ -106,6 +107,10 @@ fn twiddle_tables() {
                 assert_eq!(d.twiddle(k, false), w.pow_vartime([k as u64]), "{msg}");
                 assert_eq!(d.twiddle(k, true), w_inv.pow_vartime([k as u64]), "{msg}");
             }
+            let [zeta, zeta_inv] = d.half_coset.as_ref().unwrap().each_ref().map(|p| p.shift);
+            assert_eq!(zeta.square(), w, "{msg}");
+            assert_eq!(zeta.pow_vartime([n as u64]), -Scalar::ONE, "{msg}");
+            assert_eq!(zeta * zeta_inv, Scalar::ONE, "{msg}");
             if n >= 4 {
                 assert_eq!(d.im.square(), -Scalar::ONE, "{msg}");
                 assert_eq!(
@@ -192,8 +197,15 @@ fn bellperson_h(a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> Vec<Scalar> {
     h
 }
 
+/// Evaluations of a satisfied system of `len` constraints: random `a`, `b` and `c = a * b`.
+fn satisfied(rng: &mut ChaCha20Rng, len: usize) -> [Vec<Scalar>; 3] {
+    let (a, b) = (random_vec(rng, len), random_vec(rng, len));
+    let c = a.iter().zip(&b).map(|(x, y)| *x * y).collect();
+    [a, b, c]
+}
+
 fn check_h(d: &Domain, len: usize, rng: &mut ChaCha20Rng) {
-    let [mut a, mut b, mut c] = [(); 3].map(|_| random_vec(rng, len));
+    let [mut a, mut b, mut c] = satisfied(rng, len);
     let expected = bellperson_h(a.clone(), b.clone(), c.clone());
     compute_h(d, &mut a, &mut b, &mut c);
     let msg = format!("compute_h != bellperson: 2^{}, len {len}", d.log_n);
@@ -207,11 +219,65 @@ fn compute_h_matches_bellperson() {
         let d = Domain::new(log_n).unwrap();
         let n = d.size();
         check_h(&d, n, &mut rng);
-        // Fewer constraints than the domain size: zero-padded like bellperson.
+        // Fewer constraints than the domain size: zero-padded like bellperson (the padding
+        // satisfies 0 * 0 = 0).
         check_h(&d, n / 2 + 1 + rng.gen_range(0..n.div_ceil(2)), &mut rng);
     }
     for (leaf, col) in PARAMS {
         check_h(&Domain::with_params(11, leaf, col).unwrap(), 2000, &mut rng);
+    }
+}
+
+/// `compute_h` on the half-root coset and bellperson's generator-coset pipeline.
+fn both_h(d: &Domain, [a, b, c]: &[Vec<Scalar>; 3]) -> [Vec<Scalar>; 2] {
+    let (mut a1, mut b1, mut c1) = (a.clone(), b.clone(), c.clone());
+    compute_h(d, &mut a1, &mut b1, &mut c1);
+    let (mut a2, mut b2, mut c2) = (a.clone(), b.clone(), c.clone());
+    compute_h_generator_coset(d, &mut a2, &mut b2, &mut c2);
+    [a1, a2]
+}
+
+#[test]
+fn half_coset_h_equals_generator_coset_h_when_satisfied() {
+    let mut rng = ChaCha20Rng::seed_from_u64(6);
+    for log_n in 0..=10 {
+        for (leaf, col) in PARAMS {
+            let d = Domain::with_params(log_n, leaf, col).unwrap();
+            let len = d.size() - rng.gen_range(0..d.size().div_ceil(2));
+            let [h, expected] = both_h(&d, &satisfied(&mut rng, len));
+            assert!(h == expected, "2^{log_n}, leaf 2^{leaf}, col {col}, {len}");
+        }
+    }
+}
+
+/// For unsatisfied inputs the two pipelines differ (so this fails if `compute_h` silently took
+/// the generator coset): with `A*B = L + X^n H` and `C` the interpolant of `c`, the half-root
+/// coset gives `(C - L + H)/2` and the generator coset `(L - C + g^n H)/(g^n - 1)`.
+#[test]
+fn half_coset_h_differs_from_generator_coset_h_when_unsatisfied() {
+    let mut rng = ChaCha20Rng::seed_from_u64(7);
+    for (log_n, (leaf, col)) in [(3, PARAMS[0]), (4, PARAMS[0]), (5, (2, 2)), (6, (3, 2))] {
+        let d = Domain::with_params(log_n, leaf, col).unwrap();
+        let n = d.size();
+        let abc = [(); 3].map(|_| random_vec(&mut rng, n));
+        let [h_zeta, h_g] = both_h(&d, &abc);
+        assert_ne!(h_zeta, h_g, "2^{log_n}");
+        // The closed forms, from the coefficients of A, B (naive product) and C.
+        let [ca, cb, cc] = abc.map(|v| apply(&d, &v, &[Domain::intt]));
+        let mut ab = vec![Scalar::ZERO; 2 * n];
+        for (i, x) in ca.iter().enumerate() {
+            for (j, y) in cb.iter().enumerate() {
+                ab[i + j] += *x * y;
+            }
+        }
+        let (l, h) = ab.split_at(n);
+        let gn = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([n as u64]);
+        let z_inv = (gn - Scalar::ONE).invert().unwrap();
+        for i in 0..n - 1 {
+            let msg = format!("2^{log_n}, coefficient {i}");
+            assert_eq!(h_zeta[i], (cc[i] - l[i] + h[i]) * Scalar::TWO_INV, "{msg}");
+            assert_eq!(h_g[i], (l[i] - cc[i] + gn * h[i]) * z_inv, "{msg}");
+        }
     }
 }
 
