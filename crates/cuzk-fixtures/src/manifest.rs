@@ -38,6 +38,10 @@ pub struct DeadlineFixture {
     pub comm_r: [u8; 32],
     #[serde(with = "hex32")]
     pub randomness: [u8; 32],
+    /// Each sector's comm_r, in `sector_numbers` order, where they differ
+    /// (synthetic sets: one tree per sector); empty: all are `comm_r`.
+    #[serde(default, with = "hex32_list")]
+    pub comm_rs: Vec<[u8; 32]>,
     /// Every sector of the deadline, in challenge order.
     pub sector_numbers: Vec<u64>,
     /// Vanilla proof files of each partition.
@@ -67,6 +71,10 @@ pub struct PoStFixture {
     pub sector_numbers: Vec<u64>,
     #[serde(with = "hex32")]
     pub comm_r: [u8; 32],
+    /// Each sector's comm_r, in `sector_numbers` order, where they differ
+    /// (synthetic sets: one tree per sector); empty: all are `comm_r`.
+    #[serde(default, with = "hex32_list")]
+    pub comm_rs: Vec<[u8; 32]>,
     #[serde(with = "hex32")]
     pub randomness: [u8; 32],
     pub partition_index: u32,
@@ -99,4 +107,29 @@ mod hex32 {
         v.try_into()
             .map_err(|_| D::Error::custom("expected 32 bytes of hex"))
     }
+}
+
+mod hex32_list {
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[[u8; 32]], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(hex::encode))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<[u8; 32]>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|s| {
+                let v = hex::decode(s).map_err(D::Error::custom)?;
+                v.try_into()
+                    .map_err(|_| D::Error::custom("expected 32 bytes of hex"))
+            })
+            .collect()
+    }
+}
+
+/// The comm_r of sector `i` (in `sector_numbers` order) of a fixture with a
+/// shared `comm_r` and optional per-sector `comm_rs`.
+pub(crate) fn comm_r_of(comm_r: &[u8; 32], comm_rs: &[[u8; 32]], i: usize) -> [u8; 32] {
+    comm_rs.get(i).copied().unwrap_or(*comm_r)
 }

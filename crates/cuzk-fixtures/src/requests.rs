@@ -9,7 +9,7 @@ use std::fs;
 use anyhow::{Context, Result};
 use filecoin_proofs_api::{post, seal, update, PublicReplicaInfo, RegisteredPoStProof, SectorId};
 
-use crate::manifest::PoStFixture;
+use crate::manifest::{comm_r_of, PoStFixture};
 use crate::Fixtures;
 use cuzk_core::kinds::{self, prover_id_from_miner};
 use cuzk_core::request::kind_to_wire;
@@ -99,11 +99,10 @@ impl Fixtures {
         let replicas = dl
             .sector_numbers
             .iter()
-            .map(|n| {
-                (
-                    SectorId::from(*n),
-                    PublicReplicaInfo::new(post_type, dl.comm_r),
-                )
+            .enumerate()
+            .map(|(i, n)| {
+                let comm_r = comm_r_of(&dl.comm_r, &dl.comm_rs, i);
+                (SectorId::from(*n), PublicReplicaInfo::new(post_type, comm_r))
             })
             .collect();
         let proof: Vec<u8> = partition_proofs.concat();
@@ -174,11 +173,10 @@ impl Fixtures {
         let post_type = post_type(p.registered_proof)?;
         Ok(p.sector_numbers
             .iter()
-            .map(|n| {
-                (
-                    SectorId::from(*n),
-                    PublicReplicaInfo::new(post_type, p.comm_r),
-                )
+            .enumerate()
+            .map(|(i, n)| {
+                let comm_r = comm_r_of(&p.comm_r, &p.comm_rs, i);
+                (SectorId::from(*n), PublicReplicaInfo::new(post_type, comm_r))
             })
             .collect())
     }

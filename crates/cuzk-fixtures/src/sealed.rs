@@ -107,6 +107,7 @@ pub(crate) fn make_inputs(dir: &Path) -> Result<Manifest> {
             registered_proof: post_proof_to_wire(WINNING_PROOF),
             sector_numbers: vec![1],
             comm_r: sealed.comm_r,
+            comm_rs: Vec::new(),
             randomness: winning_randomness,
             partition_index: 0,
             vanilla_files: save_all("winning-vanilla", &winning)?,
@@ -115,6 +116,7 @@ pub(crate) fn make_inputs(dir: &Path) -> Result<Manifest> {
             registered_proof: post_proof_to_wire(WINDOW_PROOF),
             sector_numbers: vec![1],
             comm_r: sealed.comm_r,
+            comm_rs: Vec::new(),
             randomness: window_randomness,
             partition_index: 0,
             vanilla_files: save_all("window-vanilla", &window)?,
@@ -126,6 +128,7 @@ pub(crate) fn make_inputs(dir: &Path) -> Result<Manifest> {
                 Ok(DeadlineFixture {
                     registered_proof: wire,
                     comm_r: sealed.comm_r,
+                    comm_rs: Vec::new(),
                     randomness: *randomness,
                     sector_numbers: deadline_sectors.iter().map(|s| u64::from(*s)).collect(),
                     partitions: partitions

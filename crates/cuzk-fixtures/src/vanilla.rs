@@ -22,7 +22,7 @@ use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{self, StackedDrg};
 use storage_proofs_post::fallback::{self, PublicSector};
 
-use crate::manifest::PoStFixture;
+use crate::manifest::{comm_r_of, PoStFixture};
 use crate::Fixtures;
 use cuzk_core::kinds::{post_proof_from_wire, prover_id_from_miner, update_proof_from_wire};
 use cuzk_core::ProofKind;
@@ -111,18 +111,22 @@ fn post<Tree: 'static + MerkleTreeTrait>(
             )?)
         })
         .collect::<Result<Vec<_>>>()?;
-    let comm_r = as_safe_commitment(&p.comm_r, "comm_r")?;
+    let sectors = p
+        .sector_numbers
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let comm_r = comm_r_of(&p.comm_r, &p.comm_rs, i);
+            Ok(PublicSector {
+                id: SectorId::from(n),
+                comm_r: as_safe_commitment(&comm_r, "comm_r")?,
+            })
+        })
+        .collect::<Result<_>>()?;
     let inputs = fallback::PublicInputs {
         randomness: as_safe_commitment(&p.randomness, "randomness")?,
         prover_id: as_safe_commitment(&prover_id_from_miner(f.manifest.miner_id), "prover_id")?,
-        sectors: p
-            .sector_numbers
-            .iter()
-            .map(|&n| PublicSector {
-                id: SectorId::from(n),
-                comm_r,
-            })
-            .collect(),
+        sectors,
         k: None,
     };
     let partitions = p.sector_numbers.len().div_ceil(params.sector_count).max(1);

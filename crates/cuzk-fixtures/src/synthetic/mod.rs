@@ -3,8 +3,9 @@
 //!
 //! A circuit opens only a few thousand leaves of each tree, so a sector is
 //! made real wherever a proof looks and cheap everywhere else: sparse trees
-//! for PoRep's TreeC / TreeR and PoSt's TreeR, periodic data for TreeD and
-//! for SnapDeals ([`tree`]). Every value is pseudorandom from the seed
+//! for PoRep's TreeC / TreeR, one tree per sector for PoSt's TreeR whose
+//! unopened subtrees stand as distinct pseudorandom nodes, periodic data for
+//! TreeD and for SnapDeals ([`tree`]). Every value is pseudorandom from the seed
 //! ([`prf`]), so the witnesses see the mix of zeros, ones and full field
 //! elements a real sector gives them. Each kind's vanilla proofs are checked
 //! with filecoin-proofs' own vanilla verifier before they are written
@@ -34,7 +35,7 @@ use prf::Prf;
 
 /// Bumped when the construction changes, so kept steps of an older one are
 /// not reused.
-const GENERATOR_VERSION: u32 = 2;
+const GENERATOR_VERSION: u32 = 3;
 
 /// The miner every fixture proves for.
 const MINER_ID: u64 = 1000;
@@ -107,7 +108,8 @@ pub(crate) fn make_inputs(
             Ok(PoStFixture {
                 registered_proof: post_proof_to_wire(size.winning_proof()),
                 sector_numbers: vec![WINNING_SECTOR],
-                comm_r: post.comm_r,
+                comm_r: post.comm_rs[0],
+                comm_rs: post.comm_rs.clone(),
                 randomness,
                 partition_index: 0,
                 vanilla_files: save_all(dir, "winning-vanilla", &post.vanilla)?,
@@ -138,14 +140,16 @@ pub(crate) fn make_inputs(
             let window = PoStFixture {
                 registered_proof: wire,
                 sector_numbers: numbers[..per_partition].to_vec(),
-                comm_r: post.comm_r,
+                comm_r: post.comm_rs[0],
+                comm_rs: post.comm_rs[..per_partition].to_vec(),
                 randomness,
                 partition_index: 0,
                 vanilla_files: partitions[0].clone(),
             };
             let deadline = DeadlineFixture {
                 registered_proof: wire,
-                comm_r: post.comm_r,
+                comm_r: post.comm_rs[0],
+                comm_rs: post.comm_rs.clone(),
                 randomness,
                 sector_numbers: numbers,
                 partitions,

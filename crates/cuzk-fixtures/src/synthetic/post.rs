@@ -4,9 +4,15 @@
 //! checks `comm_r = H(comm_c, comm_r_last)`. The challenged leaves follow from
 //! the randomness, the prover and the sector ids alone, so they are derived
 //! first (`generate_fallback_sector_challenges`, as a PoSt worker does); then
-//! one sparse TreeR holds a pseudorandom value at every challenged leaf of
-//! every sector of the set (so the sectors share one comm_r, which no
-//! verifier minds) with a pseudorandom comm_c. Each sector's proof is a
+//! each sector gets its own TreeR, with a pseudorandom value at each of its
+//! challenged leaves and every subtree no challenge opens standing as a
+//! distinct pseudorandom node ([`Opaque`]), and its own pseudorandom comm_c,
+//! hence its own comm_r: a witness with the values of real, distinct
+//! replicas. (Until 2026-12-03 one sparse tree with a default leaf served
+//! every sector: the siblings of a 32 GiB WindowPoSt then repeated a few
+//! default hashes ~517,000 times each, and the nodes shared near the root
+//! once per challenge, and the GPU's Pippenger summed each such bucket on
+//! one thread; docs/PERF.md.) Each sector's proof is a
 //! bincode `FallbackPoStSectorProof`, as `generate_single_vanilla_proof`
 //! returns it, and the set is checked with filecoin-proofs'
 //! `partition_vanilla_proofs` (which runs the fallback vanilla verifier).
@@ -24,12 +30,13 @@ use filecoin_proofs_api::{post, ProverId, RegisteredPoStProof, SectorId};
 use storage_proofs_post::fallback::{self, PublicSector, SectorProof};
 
 use super::prf::Prf;
-use super::tree::{Shape, Sparse, VirtualTree};
+use super::tree::{Opaque, Shape, VirtualTree};
 
-/// The vanilla proofs of one PoSt over `sectors`, all backed by one synthetic
-/// replica.
+/// The vanilla proofs of one PoSt over `sectors`, each backed by its own
+/// synthetic replica.
 pub struct SyntheticPost {
-    pub comm_r: [u8; 32],
+    /// Each sector's comm_r, in `sectors` order.
+    pub comm_rs: Vec<[u8; 32]>,
     /// One bincode `FallbackPoStSectorProof` per sector, in `sectors` order.
     pub vanilla: Vec<Vec<u8>>,
 }
@@ -84,24 +91,23 @@ fn make_shaped<Tree: 'static + MerkleTreeTrait>(
     prf: &Prf,
     advance: &mut dyn FnMut(u64, u64),
 ) -> Result<SyntheticPost> {
-    let nodes = u64::from(post_type.sector_size()) / 32;
-    let explicit: BTreeMap<u64, _> = challenges
-        .values()
-        .flatten()
-        .map(|&leaf| (leaf, prf.fr("tree-r leaf", leaf, 0)))
-        .collect();
-    let leaves = Sparse::new(prf.fr("tree-r default", 0, 0), explicit);
-    let mut tree = VirtualTree::<Tree::Hasher, _>::new(Shape::of::<Tree>(nodes)?, leaves);
-    let comm_c = prf.fr("comm_c", 0, 0).into();
-    let comm_r_last = tree.root();
-    let comm_r = <Tree::Hasher as Hasher>::Function::hash2(&comm_c, &comm_r_last);
-
+    let shape = Shape::of::<Tree>(u64::from(post_type.sector_size()) / 32)?;
     let mut proofs = Vec::with_capacity(sectors.len());
     for (i, id) in sectors.iter().enumerate() {
         advance(i as u64, sectors.len() as u64);
         let leaves = challenges
             .get(id)
             .with_context(|| format!("no challenges for sector {id:?}"))?;
+        let sector = prf.derive("sector", u64::from(*id));
+        let explicit: BTreeMap<u64, _> = leaves
+            .iter()
+            .map(|&leaf| (leaf, sector.fr("tree-r leaf", leaf, 0)))
+            .collect();
+        let mut tree =
+            VirtualTree::<Tree::Hasher, _>::new(shape.clone(), Opaque::new(sector, explicit));
+        let comm_c = sector.fr("comm_c", 0, 0).into();
+        let comm_r_last = tree.root();
+        let comm_r = <Tree::Hasher as Hasher>::Function::hash2(&comm_c, &comm_r_last);
         let inclusion_proofs = leaves.iter().map(|&leaf| tree.proof(leaf)).collect();
         proofs.push(FallbackPoStSectorProof::<Tree> {
             sector_id: *id,
@@ -115,11 +121,17 @@ fn make_shaped<Tree: 'static + MerkleTreeTrait>(
             },
         });
     }
-    check::<Tree>(post_type, sectors, prover_id, randomness, comm_r, &proofs)?;
-    let mut comm_r_bytes = [0u8; 32];
-    comm_r_bytes.copy_from_slice(comm_r.as_ref());
+    check::<Tree>(post_type, sectors, prover_id, randomness, &proofs)?;
+    let comm_rs = proofs
+        .iter()
+        .map(|p| {
+            let mut b = [0u8; 32];
+            b.copy_from_slice(p.comm_r.as_ref());
+            b
+        })
+        .collect();
     Ok(SyntheticPost {
-        comm_r: comm_r_bytes,
+        comm_rs,
         vanilla: proofs
             .iter()
             .map(bincode::serialize)
@@ -134,7 +146,6 @@ fn check<Tree: 'static + MerkleTreeTrait>(
     sectors: &[SectorId],
     prover_id: ProverId,
     randomness: &[u8; 32],
-    comm_r: <Tree::Hasher as Hasher>::Domain,
     proofs: &[FallbackPoStSectorProof<Tree>],
 ) -> Result<()> {
     let config = post_type.as_v1_config();
@@ -147,7 +158,11 @@ fn check<Tree: 'static + MerkleTreeTrait>(
         prover_id: as_safe_commitment(&prover_id, "prover_id")?,
         sectors: sectors
             .iter()
-            .map(|&id| PublicSector { id, comm_r })
+            .zip(proofs)
+            .map(|(&id, p)| PublicSector {
+                id,
+                comm_r: p.comm_r,
+            })
             .collect(),
         k: None,
     };

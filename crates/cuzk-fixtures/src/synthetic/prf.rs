@@ -41,6 +41,13 @@ impl Prf {
         out
     }
 
+    /// Another source, keyed by this one, `tag` and `a` (one per sector).
+    pub fn derive(&self, tag: &str, a: u64) -> Prf {
+        Prf {
+            key: self.bytes(tag, a, u64::MAX),
+        }
+    }
+
     /// The field element for (`tag`, `a`, `b`).
     pub fn fr(&self, tag: &str, a: u64, b: u64) -> Fr {
         Fr::from_repr_vartime(self.bytes(tag, a, b))
@@ -68,5 +75,9 @@ mod tests {
             p.fr("col", 4, 3),
         ];
         assert!(others.iter().all(|v| *v != p.fr("col", 3, 4)));
+        let (d3, d4) = (p.derive("sector", 3), p.derive("sector", 4));
+        assert_eq!(d3.fr("col", 3, 4), p.derive("sector", 3).fr("col", 3, 4));
+        assert_ne!(d3.fr("col", 3, 4), d4.fr("col", 3, 4));
+        assert_ne!(d3.fr("col", 3, 4), p.fr("col", 3, 4));
     }
 }

@@ -6,7 +6,9 @@
 //! source also says which subtrees hold the same values (their *class*), and
 //! each class's hash is computed once, so a sparse tree (a few explicit
 //! leaves, a default value elsewhere) or a periodic one (a block of values
-//! repeated) costs a few thousand hashes even over 2^31 leaves.
+//! repeated) costs a few thousand hashes even over 2^31 leaves. A source may
+//! instead stand a pseudorandom value in for every subtree no proof opens
+//! ([`Opaque`]): only the explicit leaves' paths are hashed.
 //!
 //! Nodes hash exactly as the verifier's `InclusionPath::root` hashes them
 //! (`multi_node` of the children, with the height inside that part of the
@@ -23,6 +25,8 @@ use generic_array::typenum::Unsigned;
 use merkletree::hash::Algorithm;
 use storage_proofs_core::merkle::{MerkleProof, MerkleTreeTrait};
 
+use super::prf::Prf;
+
 /// Where a tree's leaf values come from.
 pub trait Leaves {
     /// The value of leaf `index`.
@@ -32,6 +36,13 @@ pub trait Leaves {
     /// `index * span`: two subtrees of one span with the same class hold the
     /// same leaves (so they have the same hash).
     fn class(&self, span: u64, index: u64) -> u64;
+
+    /// A stand-in for node `index` of `level` (≥ 1, `span` leaves under it)
+    /// when no proof opens its subtree: the node takes that value instead of
+    /// its children's hash. `None` (the default): hash the children.
+    fn opaque(&self, _level: usize, _span: u64, _index: u64) -> Option<Fr> {
+        None
+    }
 }
 
 /// The arity of every level of a tree, from the leaves up.
@@ -152,7 +163,11 @@ impl<H: Hasher, L: Leaves> VirtualTree<H, L> {
         if level == 0 {
             return self.leaf(index);
         }
-        let key = (level, self.leaves.class(self.shape.span(level), index));
+        let span = self.shape.span(level);
+        if let Some(v) = self.leaves.opaque(level, span, index) {
+            return v.into();
+        }
+        let key = (level, self.leaves.class(span, index));
         if let Some(h) = self.memo.get(&key) {
             return *h;
         }
@@ -225,6 +240,46 @@ impl Leaves for Sparse {
         } else {
             0
         }
+    }
+}
+
+/// Explicit leaves, and distinct pseudorandom values for everything no
+/// proof opens: a leaf elsewhere, and every node whose subtree holds no
+/// explicit leaf (a stand-in for its hash). Paths through the explicit
+/// leaves verify like any tree's; their siblings are all distinct, as a
+/// real replica's are, where [`Sparse`]'s default subtrees repeat one hash
+/// per level (in a PoSt witness, millions of copies of a few values).
+pub struct Opaque {
+    prf: Prf,
+    explicit: BTreeMap<u64, Fr>,
+}
+
+impl Opaque {
+    pub fn new(prf: Prf, explicit: BTreeMap<u64, Fr>) -> Opaque {
+        Opaque { prf, explicit }
+    }
+
+    fn holds_explicit(&self, span: u64, index: u64) -> bool {
+        let start = index * span;
+        self.explicit.range(start..start + span).next().is_some()
+    }
+}
+
+impl Leaves for Opaque {
+    fn leaf(&self, index: u64) -> Fr {
+        match self.explicit.get(&index) {
+            Some(v) => *v,
+            None => self.prf.fr("opaque leaf", index, 0),
+        }
+    }
+
+    fn class(&self, _span: u64, index: u64) -> u64 {
+        // No two subtrees of a span hold the same leaves.
+        index
+    }
+
+    fn opaque(&self, level: usize, span: u64, index: u64) -> Option<Fr> {
+        (!self.holds_explicit(span, index)).then(|| self.prf.fr("opaque node", level as u64, index))
     }
 }
 
@@ -333,6 +388,35 @@ mod tests {
 
     fn random(rng: &mut ChaCha20Rng, n: usize) -> Vec<Fr> {
         (0..n).map(|_| Fr::random(&mut *rng)).collect()
+    }
+
+    #[test]
+    fn opaque_paths_verify_with_distinct_siblings() {
+        type T = LCTree<PoseidonHasher, U8, U2, U2>;
+        let mut rng = ChaCha20Rng::seed_from_u64(8);
+        let shape = Shape::of::<T>(256).unwrap();
+        let explicit: BTreeMap<u64, Fr> = [3u64, 64, 65, 255]
+            .into_iter()
+            .map(|i| (i, Fr::random(&mut rng)))
+            .collect();
+        let leaves = Opaque::new(Prf::new(1, "opaque test"), explicit.clone());
+        let mut tree = VirtualTree::<PoseidonHasher, _>::new(shape, leaves);
+        let mut seen = std::collections::HashSet::new();
+        for (&i, v) in &explicit {
+            let p: MerkleProof<PoseidonHasher, U8, U2, U2> = tree.proof(i);
+            assert!(p.validate(i as usize), "leaf {i}");
+            assert_eq!(p.leaf(), (*v).into());
+            assert_eq!(p.root(), tree.root());
+        }
+        // Every sibling on leaf 3's path differs from every other.
+        for (siblings, _) in tree.path(3) {
+            for s in siblings {
+                assert!(seen.insert(s), "a repeated sibling on leaf 3's path");
+            }
+        }
+        // Only the explicit leaves' ancestors were hashed: 4 leaves, at most
+        // 4 nodes per level, 4 levels.
+        assert!(tree.hashes() <= 16, "{} hashes", tree.hashes());
     }
 
     #[test]
