@@ -127,7 +127,11 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Circuits for SnapSou
         }
         Some(match self.circuit(k) {
             Ok(circuit) => assign::snap::assign(cs, &circuit),
-            Err(_) => Err(SynthesisError::AssignmentMissing),
+            Err(e) => {
+                // SynthesisError carries no text: the reason goes to the log.
+                tracing::warn!(partition = k, error = %e, "SnapDeals circuit not built");
+                Err(SynthesisError::AssignmentMissing)
+            }
         })
     }
 

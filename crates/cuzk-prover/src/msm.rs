@@ -188,7 +188,7 @@ fn chunk<C: MsmCurve>(
     (acc, shape)
 }
 
-/// Σ scalars[i]·points[i] over all i, or — with a density bitmap over the
+/// Σ `scalars[i]·points[i]` over all `i`, or — with a density bitmap over the
 /// scalars — over the set bits, taking consecutive points (the SRS stores
 /// points only for variables present in the query).
 ///
