@@ -102,7 +102,10 @@ impl Fixtures {
             .enumerate()
             .map(|(i, n)| {
                 let comm_r = comm_r_of(&dl.comm_r, &dl.comm_rs, i);
-                (SectorId::from(*n), PublicReplicaInfo::new(post_type, comm_r))
+                (
+                    SectorId::from(*n),
+                    PublicReplicaInfo::new(post_type, comm_r),
+                )
             })
             .collect();
         let proof: Vec<u8> = partition_proofs.concat();
@@ -176,7 +179,10 @@ impl Fixtures {
             .enumerate()
             .map(|(i, n)| {
                 let comm_r = comm_r_of(&p.comm_r, &p.comm_rs, i);
-                (SectorId::from(*n), PublicReplicaInfo::new(post_type, comm_r))
+                (
+                    SectorId::from(*n),
+                    PublicReplicaInfo::new(post_type, comm_r),
+                )
             })
             .collect())
     }

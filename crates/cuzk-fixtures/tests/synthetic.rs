@@ -2,10 +2,14 @@
 //! from disk pass filecoin-proofs' own vanilla verifiers, and a corrupted one
 //! does not.
 
+use std::collections::HashMap;
 use std::fs;
 
+use blstrs::Scalar;
 use cuzk_core::ProofKind;
 use cuzk_fixtures::{ensure_synthetic, Fixtures, SectorSize, SyntheticSpec};
+use ff::Field;
+use filecoin_proofs_api::RegisteredPoStProof;
 
 fn make(size: SectorSize, dir: &std::path::Path) -> Fixtures {
     let spec = SyntheticSpec {
@@ -122,7 +126,35 @@ fn synthetic_8mib_circuits_are_satisfied() {
             (blank.inputs, blank.aux),
             "{kind}"
         );
+        if kind == ProofKind::WindowPost {
+            let w = source.synthesize(k).expect("synthesis").witness;
+            assert_no_value_on_every_path(&w.aux, size.window_proof());
+        }
     }
+}
+
+/// Each synthetic sector has its own TreeR, so no witness value other than 0
+/// and 1 appears on every challenge's path: a node is copied 22 times per
+/// path through it (its 7 siblings' slots and the 19 picks of `insert_8`),
+/// and within one sector at most its own challenges share it. One tree for
+/// every sector gave its default hashes 22 × all challenges copies (440 at
+/// 8 MiB) and the GPU's Pippenger buckets that long (docs/PERF.md).
+fn assert_no_value_on_every_path(aux: &[Scalar], proof: RegisteredPoStProof) {
+    let mut counts: HashMap<[u8; 32], usize> = HashMap::new();
+    for x in aux
+        .iter()
+        .filter(|x| !bool::from(x.is_zero()) && **x != Scalar::ONE)
+    {
+        *counts.entry(x.to_bytes_le()).or_default() += 1;
+    }
+    let most = counts.values().copied().max().unwrap_or(0);
+    let challenges = proof.as_v1_config().challenge_count;
+    let (one_sector, every_path) = (22 * challenges, 22 * challenges * proof.sector_count());
+    assert!(one_sector < every_path, "the partition has one sector");
+    assert!(
+        most <= one_sector,
+        "a value appears {most} times in the WindowPoSt witness (at most {one_sector} expected)"
+    );
 }
 
 /// At 8 MiB too, the compiled path (every kind assigned natively) gives
