@@ -7,7 +7,9 @@
 //!
 //! Per partition the GPU computes the H polynomial (sppark's NTT plus our
 //! pointwise kernels, on the half-root coset as the CPU backend does: six
-//! transforms, the same H as bellperson's seven for a satisfied system)
+//! transforms, the same H as bellperson's seven for a satisfied system;
+//! bellperson's generator coset for a 2^28 domain, which has no half root
+//! among sppark's roots)
 //! and the H, L, A, B_G1 and B_G2 MSMs over the aux variables (our driver
 //! around sppark's Pippenger kernels, in G1 and G2; A/B scalars are picked
 //! on the GPU by the density bitmaps). The tiny input MSMs run on the CPU

@@ -293,6 +293,16 @@ pub fn load_with(dir: &Path, params: &Path) -> Result<Fixtures> {
             manifest.version
         );
     }
+    if manifest.synthetic.is_some() && manifest.generator != synthetic::GENERATOR_VERSION {
+        bail!(
+            "{} was made by synthetic generator {}, this build makes version {} \
+             (run `cuzk-bench gen-fixtures` again)",
+            path.display(),
+            manifest.generator,
+            synthetic::GENERATOR_VERSION
+        );
+    }
+    manifest.check_comm_rs()?;
     let f = Fixtures {
         dir: dir.to_path_buf(),
         params: params.to_path_buf(),

@@ -18,6 +18,10 @@ pub struct Manifest {
     /// `synthetic`); `None` for sealed sectors.
     #[serde(default)]
     pub synthetic: Option<u64>,
+    /// The version of the synthetic generator that made the set (0: made
+    /// before it was recorded); a set of another version is made again.
+    #[serde(default)]
+    pub generator: u32,
     pub porep: PoRepFixture,
     pub winning_post: PoStFixture,
     pub window_post: PoStFixture,
@@ -34,6 +38,8 @@ pub struct Manifest {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DeadlineFixture {
     pub registered_proof: u64,
+    /// The sectors' comm_r, or the first sector's where `comm_rs` is set
+    /// (use [`DeadlineFixture::comm_r_of`]).
     #[serde(with = "hex32")]
     pub comm_r: [u8; 32],
     #[serde(with = "hex32")]
@@ -69,6 +75,8 @@ pub struct PoStFixture {
     /// The sectors proved, one vanilla proof file each (WindowPoSt: one
     /// partition's sectors; WinningPoSt: one sector).
     pub sector_numbers: Vec<u64>,
+    /// The sectors' comm_r, or the first sector's where `comm_rs` is set
+    /// (use [`PoStFixture::comm_r_of`]).
     #[serde(with = "hex32")]
     pub comm_r: [u8; 32],
     /// Each sector's comm_r, in `sector_numbers` order, where they differ
@@ -129,7 +137,43 @@ mod hex32_list {
 }
 
 /// The comm_r of sector `i` (in `sector_numbers` order) of a fixture with a
-/// shared `comm_r` and optional per-sector `comm_rs`.
-pub(crate) fn comm_r_of(comm_r: &[u8; 32], comm_rs: &[[u8; 32]], i: usize) -> [u8; 32] {
+/// shared `comm_r` and optional per-sector `comm_rs` (checked to be empty
+/// or one per sector when the manifest is loaded).
+fn comm_r_of(comm_r: &[u8; 32], comm_rs: &[[u8; 32]], i: usize) -> [u8; 32] {
     comm_rs.get(i).copied().unwrap_or(*comm_r)
+}
+
+impl PoStFixture {
+    /// The comm_r of sector `i` of `sector_numbers`.
+    pub fn comm_r_of(&self, i: usize) -> [u8; 32] {
+        comm_r_of(&self.comm_r, &self.comm_rs, i)
+    }
+}
+
+impl DeadlineFixture {
+    /// The comm_r of sector `i` of `sector_numbers`.
+    pub fn comm_r_of(&self, i: usize) -> [u8; 32] {
+        comm_r_of(&self.comm_r, &self.comm_rs, i)
+    }
+}
+
+impl Manifest {
+    /// Errors unless every PoSt fixture's `comm_rs` is empty or holds one
+    /// comm_r per sector.
+    pub(crate) fn check_comm_rs(&self) -> anyhow::Result<()> {
+        let posts = [&self.winning_post, &self.window_post]
+            .into_iter()
+            .map(|p| (p.comm_rs.len(), p.sector_numbers.len()));
+        let deadlines = self
+            .window_deadlines
+            .iter()
+            .map(|d| (d.comm_rs.len(), d.sector_numbers.len()));
+        for (have, sectors) in posts.chain(deadlines) {
+            anyhow::ensure!(
+                have == 0 || have == sectors,
+                "a PoSt fixture has {have} comm_r values for {sectors} sectors"
+            );
+        }
+        Ok(())
+    }
 }

@@ -9,7 +9,7 @@ use std::fs;
 use anyhow::{Context, Result};
 use filecoin_proofs_api::{post, seal, update, PublicReplicaInfo, RegisteredPoStProof, SectorId};
 
-use crate::manifest::{comm_r_of, PoStFixture};
+use crate::manifest::PoStFixture;
 use crate::Fixtures;
 use cuzk_core::kinds::{self, prover_id_from_miner};
 use cuzk_core::request::kind_to_wire;
@@ -101,7 +101,7 @@ impl Fixtures {
             .iter()
             .enumerate()
             .map(|(i, n)| {
-                let comm_r = comm_r_of(&dl.comm_r, &dl.comm_rs, i);
+                let comm_r = dl.comm_r_of(i);
                 (
                     SectorId::from(*n),
                     PublicReplicaInfo::new(post_type, comm_r),
@@ -178,7 +178,7 @@ impl Fixtures {
             .iter()
             .enumerate()
             .map(|(i, n)| {
-                let comm_r = comm_r_of(&p.comm_r, &p.comm_rs, i);
+                let comm_r = p.comm_r_of(i);
                 (
                     SectorId::from(*n),
                     PublicReplicaInfo::new(post_type, comm_r),

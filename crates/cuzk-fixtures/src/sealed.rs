@@ -94,6 +94,7 @@ pub(crate) fn make_inputs(dir: &Path) -> Result<Manifest> {
         sector_size: sector::SECTOR_SIZE,
         miner_id,
         synthetic: None,
+        generator: 0,
         porep: PoRepFixture {
             registered_proof: seal_proof_to_wire(SEAL_PROOF),
             sector_number: 1,

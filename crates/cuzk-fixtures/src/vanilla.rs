@@ -22,7 +22,7 @@ use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{self, StackedDrg};
 use storage_proofs_post::fallback::{self, PublicSector};
 
-use crate::manifest::{comm_r_of, PoStFixture};
+use crate::manifest::PoStFixture;
 use crate::Fixtures;
 use cuzk_core::kinds::{post_proof_from_wire, prover_id_from_miner, update_proof_from_wire};
 use cuzk_core::ProofKind;
@@ -116,7 +116,7 @@ fn post<Tree: 'static + MerkleTreeTrait>(
         .iter()
         .enumerate()
         .map(|(i, &n)| {
-            let comm_r = comm_r_of(&p.comm_r, &p.comm_rs, i);
+            let comm_r = p.comm_r_of(i);
             Ok(PublicSector {
                 id: SectorId::from(n),
                 comm_r: as_safe_commitment(&comm_r, "comm_r")?,

@@ -76,6 +76,22 @@ fn a_set_is_reused_and_rebuilt_identically() {
         rebuilt.manifest.snap.comm_r_new,
         first.manifest.snap.comm_r_new
     );
+    // A set of an older generator is not reused: made again, then read.
+    let path = tmp.path().join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&fs::read(&path).expect("manifest")).expect("json");
+    manifest["generator"] = serde_json::json!(2);
+    fs::write(&path, manifest.to_string()).expect("rewrite manifest");
+    let Err(err) = cuzk_fixtures::load_with(tmp.path(), &tmp.path().join("params")) else {
+        panic!("an older generator's set was loaded");
+    };
+    assert!(
+        format!("{err:#}").contains("synthetic generator 2"),
+        "{err:#}"
+    );
+    let remade = make(SectorSize::S2KiB, tmp.path());
+    assert_eq!(remade.manifest.generator, rebuilt.manifest.generator);
+    assert_eq!(remade.manifest.porep.comm_r, first.manifest.porep.comm_r);
 }
 
 /// Every 8 MiB circuit built from the synthetic inputs is satisfied and has
@@ -133,12 +149,15 @@ fn synthetic_8mib_circuits_are_satisfied() {
     }
 }
 
-/// Each synthetic sector has its own TreeR, so no witness value other than 0
-/// and 1 appears on every challenge's path: a node is copied 22 times per
-/// path through it (its 7 siblings' slots and the 19 picks of `insert_8`),
-/// and within one sector at most its own challenges share it. One tree for
-/// every sector gave its default hashes 22 × all challenges copies (440 at
-/// 8 MiB) and the GPU's Pippenger buckets that long (docs/PERF.md).
+/// Each synthetic sector has its own TreeR with distinct siblings, so a
+/// witness value other than 0 and 1 stays within its sector's paths: per
+/// path through a node, the node is a sibling slot and up to 3 of
+/// `insert_8`'s 20 picks, or a Poseidon output and 5 picks, so at most ~6
+/// copies per challenge of its sector. Trees whose unopened subtrees share a
+/// default hash put it in all 7 sibling slots and 15 picks of a level, 22
+/// copies per challenge: 220 per sector at 8 MiB, 440 over the partition
+/// with one tree for every sector, and the GPU's Pippenger buckets that
+/// long (docs/PERF.md).
 fn assert_no_value_on_every_path(aux: &[Scalar], proof: RegisteredPoStProof) {
     let mut counts: HashMap<[u8; 32], usize> = HashMap::new();
     for x in aux
@@ -149,11 +168,10 @@ fn assert_no_value_on_every_path(aux: &[Scalar], proof: RegisteredPoStProof) {
     }
     let most = counts.values().copied().max().unwrap_or(0);
     let challenges = proof.as_v1_config().challenge_count;
-    let (one_sector, every_path) = (22 * challenges, 22 * challenges * proof.sector_count());
-    assert!(one_sector < every_path, "the partition has one sector");
+    let bound = 6 * challenges;
     assert!(
-        most <= one_sector,
-        "a value appears {most} times in the WindowPoSt witness (at most {one_sector} expected)"
+        most <= bound,
+        "a value appears {most} times in the WindowPoSt witness (at most {bound} expected)"
     );
 }
 

@@ -33,9 +33,10 @@ use cuzk_core::kinds::{
 };
 use prf::Prf;
 
-/// Bumped when the construction changes, so kept steps of an older one are
-/// not reused.
-const GENERATOR_VERSION: u32 = 3;
+/// Bumped when the construction changes, so kept steps and sets of an older
+/// one are not reused (the version is in the step files' names and the
+/// manifest).
+pub(crate) const GENERATOR_VERSION: u32 = 3;
 
 /// The miner every fixture proves for.
 const MINER_ID: u64 = 1000;
@@ -179,6 +180,7 @@ pub(crate) fn make_inputs(
         sector_size: size.bytes(),
         miner_id: MINER_ID,
         synthetic: Some(seed),
+        generator: GENERATOR_VERSION,
         porep,
         winning_post: winning,
         window_post: window,

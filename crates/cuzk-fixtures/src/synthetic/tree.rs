@@ -39,7 +39,9 @@ pub trait Leaves {
 
     /// A stand-in for node `index` of `level` (≥ 1, `span` leaves under it)
     /// when no proof opens its subtree: the node takes that value instead of
-    /// its children's hash. `None` (the default): hash the children.
+    /// its children's hash. `None` (the default): hash the children. It must
+    /// be `None` for every ancestor of a leaf whose path is proved, or that
+    /// path does not verify.
     fn opaque(&self, _level: usize, _span: u64, _index: u64) -> Option<Fr> {
         None
     }
