@@ -34,8 +34,10 @@
 # goes on, so a hung daemon cannot spend a whole device session.
 # nvidia-smi samples GPU use and memory every 250 ms into smi-*.csv; the
 # daemon's GetStatus (busy seconds per device) is written after each run.
-# It takes longer than one device call: start it with setsid in the
-# background and poll LOGDIR/steps.txt until LOGDIR/DONE exists.
+# $TUNING adds a [gpus.tuning] section to every daemon configuration
+# (e.g. TUNING="trace_msm = true"). It takes longer than one device call:
+# start it with setsid in the background and poll LOGDIR/steps.txt until
+# LOGDIR/DONE exists.
 set -uo pipefail
 D="${1:?cuzk-daemon binary (cuda)}"
 B="${2:?cuzk-bench binary}"
@@ -132,6 +134,9 @@ cache_dir = "$P"
 backend = "cuda"
 abc_on_device = $abc
 EOF
+  # TUNING: lines of [gpus.tuning] (e.g. "trace_msm = true"), traces on
+  # the daemon's stderr.
+  [ -n "${TUNING:-}" ] && printf '[gpus.tuning]\n%s\n' "$TUNING" >> "$L/cuzk-$cfg.toml"
   step "$cfg daemon-start"
   # The daemon logs as its config says (RUST_LOG would override it and
   # hide the SRS tier's lines).
