@@ -198,9 +198,11 @@ fn msm_stage(
     stats: &mut ProveStats,
 ) -> Result<MsmResults, CudaError> {
     let t = Instant::now();
-    let _kernels = match held {
-        // A CRITICAL partition waiting for the device goes between this
-        // partition's H stage and its L/A/B stage.
+    // A CRITICAL partition waiting for the device goes between this
+    // partition's H stage and its L/A/B stage, and between two of its
+    // MSMs: a PoSt partition's full-width MSMs take ~1 s each, so it
+    // waits for one MSM, not for the whole partition.
+    let mut kernels = match held {
         Some(k) => k.let_urgent_in(w.urgent)?,
         None => {
             // Without the device lock: the copy runs on this context's
@@ -217,6 +219,7 @@ fn msm_stage(
         ctx.msm_g1(Source::Aux, srs.l)?
     };
     stats.msm_l += t.elapsed();
+    kernels = kernels.let_urgent_in(w.urgent)?;
 
     let t = Instant::now();
     let ni = w.input.len();
@@ -228,6 +231,7 @@ fn msm_stage(
         pick_g1(ctx, &w.a_aux_density, &srs.a[ni..], &w.aux, host_pick)?
     };
     stats.msm_a += t.elapsed();
+    kernels = kernels.let_urgent_in(w.urgent)?;
 
     let t = Instant::now();
     let bi = w.b_input_density.count();
@@ -245,6 +249,7 @@ fn msm_stage(
         msm::<G1>(&srs.b_g1[bi..], &w.aux, Some(&w.b_aux_density)).0
     };
     stats.msm_b_g1 += t.elapsed();
+    kernels = kernels.let_urgent_in(w.urgent)?;
 
     // B_G2 over the scalars picked for B_G1's aux part.
     let t = Instant::now();
@@ -258,7 +263,7 @@ fn msm_stage(
     };
     stats.msm_b_g2 += t.elapsed();
     stats.shape += ctx.take_shape()?;
-    drop(_kernels);
+    drop(kernels);
 
     Ok(MsmResults {
         a: a_in + a_aux,
@@ -395,6 +400,9 @@ fn h_at<'d>(
         (_, None) => h_copied(dev, ctx, (tier, h_on_host, several), w, (n, lg_n))?,
     };
     stats.ntt += t.elapsed();
+    // A CRITICAL partition waiting for the device goes between H's
+    // transforms and its MSM (each stage ends synchronized).
+    let kernels = kernels.let_urgent_in(w.urgent)?;
     let t = Instant::now();
     let h = if n > 1 && resident {
         ctx.msm_g1_resident(Source::H, Section::H, 0, srs.h.len())?
