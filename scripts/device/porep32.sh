@@ -191,6 +191,12 @@ stalled() {
 # snap or window-post.
 big_prep() {
   local kind=$1
+  # SKIP_PREP: this kind's parameters and recording are there already
+  # (a second run on the same machine); nothing is deleted or made.
+  if [ -n "${SKIP_PREP:-}" ]; then
+    step "$kind prep skipped (SKIP_PREP)"
+    return 0
+  fi
   step "$kind prep: deleting the other large parameters"
   find "$P" -name '*.params' -size +2G -delete
   [ -n "${RECORDING[$kind]:-}" ] || early_record "$kind"
