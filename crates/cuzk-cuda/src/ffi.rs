@@ -33,6 +33,18 @@ struct RawTuning {
     split_check: u8,
 }
 
+/// The signature `cuzk_cuda_h_prepare` and `cuzk_cuda_h_prepare_a_only`
+/// share.
+type PrepareFn = unsafe extern "C" fn(
+    *mut RawCtx,
+    *const Scalar,
+    *const Scalar,
+    *const Scalar,
+    usize,
+    u32,
+    *const Scalar,
+) -> sppark::Error;
+
 impl From<&GpuTuning> for RawTuning {
     fn from(t: &GpuTuning) -> RawTuning {
         RawTuning {
@@ -340,10 +352,22 @@ impl Ctx {
         lg_n: u32,
         z_inv: &Scalar,
     ) -> Result<(), CudaError> {
+        self.h_prepare_by(cuzk_cuda_h_prepare_a_only, [a, b, c], lg_n, z_inv)
+    }
+
+    /// One of the C side's H preparations (`prepare`: all three vectors
+    /// on the device, or the a-only tier) over a, b and c.
+    fn h_prepare_by(
+        &mut self,
+        prepare: PrepareFn,
+        [a, b, c]: [&[Scalar]; 3],
+        lg_n: u32,
+        z_inv: &Scalar,
+    ) -> Result<(), CudaError> {
         same_lengths(a, b, c)?;
         // SAFETY: the slices outlive the call; the C side reads len of each.
         check(unsafe {
-            cuzk_cuda_h_prepare_a_only(
+            prepare(
                 self.raw.as_ptr(),
                 a.as_ptr(),
                 b.as_ptr(),
@@ -443,19 +467,7 @@ impl Ctx {
         lg_n: u32,
         z_inv: &Scalar,
     ) -> Result<(), CudaError> {
-        same_lengths(a, b, c)?;
-        // SAFETY: the slices outlive the call; the C side reads len of each.
-        check(unsafe {
-            cuzk_cuda_h_prepare(
-                self.raw.as_ptr(),
-                a.as_ptr(),
-                b.as_ptr(),
-                c.as_ptr(),
-                a.len(),
-                lg_n,
-                z_inv,
-            )
-        })
+        self.h_prepare_by(cuzk_cuda_h_prepare, [a, b, c], lg_n, z_inv)
     }
 
     /// Uploads a, b, c (same length ≤ 2^lg_n), zero-padded to 2^lg_n.

@@ -23,10 +23,7 @@
 //       -gencode arch=compute_90,code=sm_90 -o affine_add affine_add.cu
 // Run: ./affine_add [log2 points, default 26]. Results: docs/PERF.md.
 
-#include <cuda.h>
-#include <cstdio>
-#include <cstdlib>
-#include <cstdint>
+#include "bench_util.cuh"
 
 #include <ff/bls12-381.hpp>
 #include <ec/xyzz_t.hpp>
@@ -37,25 +34,6 @@ typedef bucket_t::affine_t affine_t;
 struct pt {
     fp_t X, Y;
 };
-
-#define CK(x)                                                                \
-    do {                                                                     \
-        cudaError_t e_ = (x);                                                \
-        if (e_ != cudaSuccess) {                                             \
-            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));         \
-            exit(1);                                                         \
-        }                                                                    \
-    } while (0)
-
-__device__ __forceinline__ uint32_t mix(uint32_t h)
-{
-    h ^= h >> 16;
-    h *= 0x7feb352dU;
-    h ^= h >> 15;
-    h *= 0x846ca68bU;
-    h ^= h >> 16;
-    return h;
-}
 
 // Random coordinates below the modulus (top limb kept small).
 __global__ void fill(fp_t* xy, size_t nlimbs_total)
@@ -122,20 +100,6 @@ void affine_adds(const pt* P, uint32_t mask, uint32_t rounds, pt* out)
         }
     }
 }
-
-struct timer {
-    cudaEvent_t a, b;
-    timer() { CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b)); }
-    void start() { CK(cudaEventRecord(a)); }
-    float stop()
-    {
-        float ms;
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        CK(cudaEventElapsedTime(&ms, a, b));
-        return ms;
-    }
-};
 
 template<int K>
 static void run_affine(const pt* P, uint32_t mask, int sms)

@@ -25,10 +25,7 @@
 // Run: ./fp_rate [log2 points for xyzz_gather, default 26]. It ends with
 // one `fp_rate_summary key=value ...` line. Results: docs/PERF.md.
 
-#include <cuda.h>
-#include <cstdio>
-#include <cstdlib>
-#include <cstdint>
+#include "bench_util.cuh"
 
 #include <ff/bls12-381.hpp>
 #include <ec/xyzz_t.hpp>
@@ -38,25 +35,6 @@ typedef bucket_t::affine_t affine_t;
 struct pt {
     fp_t X, Y;
 };
-
-#define CK(x)                                                                \
-    do {                                                                     \
-        cudaError_t e_ = (x);                                                \
-        if (e_ != cudaSuccess) {                                             \
-            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));         \
-            exit(1);                                                         \
-        }                                                                    \
-    } while (0)
-
-__device__ __forceinline__ uint32_t mix(uint32_t h)
-{
-    h ^= h >> 16;
-    h *= 0x7feb352dU;
-    h ^= h >> 15;
-    h *= 0x846ca68bU;
-    h ^= h >> 16;
-    return h;
-}
 
 // Random words with each element's top limb kept small (below either
 // modulus), LIMBS 32-bit limbs an element.
@@ -127,20 +105,6 @@ void xyzz_gather(const affine_t* P, uint32_t mask, uint32_t L, bucket_t* out)
     }
     out[tid] = acc;
 }
-
-struct timer {
-    cudaEvent_t a, b;
-    timer() { CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b)); }
-    void start() { CK(cudaEventRecord(a)); }
-    float stop()
-    {
-        float ms;
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        CK(cudaEventElapsedTime(&ms, a, b));
-        return ms;
-    }
-};
 
 // Multiplications a second over F, CHAINS chains a thread.
 template<class F>
