@@ -61,20 +61,35 @@ struct ntt_trace {
     }
 };
 
+// `d`'s inverse NTT on `s` (natural order in, bit-reversed out).
+static void intt_nr(const stream_t& s, fr_t* d, uint32_t lg_n, ntt_trace* t)
+{
+    NTT::Base_dev_ptr(const_cast<stream_t&>(s), d, lg_n,
+                      NTT::InputOutputOrder::NR, NTT::Direction::inverse,
+                      NTT::Type::standard);
+    if (t)
+        t->mark("intt", s);
+}
+
+// The cosets H is computed on: bellperson's g<ω> (g the field's
+// generator) or the half-root coset ζ<ω> (see the top of the file).
+enum class coset { generator, half_root };
+
 // One vector's iNTT and coset NTT on `s` (natural order in and out). The
-// coset NTT is sppark's coset shift (`LDE_powers`) and its standard NTT,
-// as its Type::coset does, in two calls so that a trace can time each.
-static void to_coset(const stream_t& s, fr_t* d, uint32_t lg_n,
+// shift onto the generator coset is sppark's (`LDE_powers`, as its
+// Type::coset does), onto ζ<ω> ours; the NTTs are sppark's standard ones,
+// in separate calls so that a trace can time each step.
+static void to_coset(const stream_t& s, fr_t* d, uint32_t lg_n, coset which,
                      ntt_trace* t = nullptr)
 {
     if (lg_n == 0)
         return;
     stream_t& st = const_cast<stream_t&>(s);
-    NTT::Base_dev_ptr(st, d, lg_n, NTT::InputOutputOrder::NR,
-                      NTT::Direction::inverse, NTT::Type::standard);
-    if (t)
-        t->mark("intt", s);
-    NTT::LDE_powers(st, d, lg_n);
+    intt_nr(s, d, lg_n, t);
+    if (which == coset::generator)
+        NTT::LDE_powers(st, d, lg_n);
+    else
+        launch_half_coset_shift(s, d, lg_n);
     if (t)
         t->mark("coset_shift", s);
     NTT::Base_dev_ptr(st, d, lg_n, NTT::InputOutputOrder::RN,
@@ -100,28 +115,18 @@ struct ntt_bit_reversal : NTT {
 // Vector k of a|b|c (natural order in) made ready for the H: on the
 // half-root coset, a and b evaluated there (natural order) and c turned
 // into its bit-reversed coefficients; otherwise each on the generator
-// coset (to_coset).
+// coset.
 static void h_vector(const stream_t& s, fr_t* d, int k, uint32_t lg_n,
                      ntt_trace* t = nullptr)
 {
     if (lg_n == 0)
         return;
     if (!on_half_coset(lg_n))
-        return to_coset(s, d, lg_n, t);
-    stream_t& st = const_cast<stream_t&>(s);
-    NTT::Base_dev_ptr(st, d, lg_n, NTT::InputOutputOrder::NR,
-                      NTT::Direction::inverse, NTT::Type::standard);
-    if (t)
-        t->mark("intt", s);
-    if (k == 2)
-        return;
-    launch_half_coset_shift(s, d, lg_n);
-    if (t)
-        t->mark("coset_shift", s);
-    NTT::Base_dev_ptr(st, d, lg_n, NTT::InputOutputOrder::RN,
-                      NTT::Direction::forward, NTT::Type::standard);
-    if (t)
-        t->mark("ntt", s);
+        to_coset(s, d, lg_n, coset::generator, t);
+    else if (k == 2)
+        intt_nr(s, d, lg_n, t);
+    else
+        to_coset(s, d, lg_n, coset::half_root, t);
 }
 
 // The half-root coset's last steps: `p` holds a·b on ζ<ω> and `c` C's
@@ -129,11 +134,7 @@ static void h_vector(const stream_t& s, fr_t* d, int k, uint32_t lg_n,
 static void h_from_product(const stream_t& s, fr_t* p, const fr_t* c,
                            uint32_t lg_n, ntt_trace* t = nullptr)
 {
-    NTT::Base_dev_ptr(const_cast<stream_t&>(s), p, lg_n,
-                      NTT::InputOutputOrder::NR, NTT::Direction::inverse,
-                      NTT::Type::standard);
-    if (t)
-        t->mark("intt", s);
+    intt_nr(s, p, lg_n, t);
     launch_half_coset_combine(s, p, c, lg_n);
     if (t)
         t->mark("combine", s);

@@ -125,24 +125,28 @@ __global__ void half_coset_combine(fr_t* p, const fr_t* c, uint32_t lg_n,
     }
 }
 
-static void launch_half_coset_shift(const stream_t& s, fr_t* d, uint32_t lg_n)
+// `kernel<<<…>>>(args…)` over n = 2^lg_n elements on `s`, 256 threads a
+// block.
+template<class... P, class... A>
+static void launch_over(const stream_t& s, uint32_t lg_n, void (*kernel)(P...),
+                        A... args)
 {
     const unsigned block = 256;
-    size_t n = (size_t)1 << lg_n;
-    const auto roots = NTTParameters::all(false)[s].partial_twiddles;
-    half_coset_shift<<<grid_for(s, n, block), block, 0, s>>>(d, lg_n, roots);
+    kernel<<<grid_for(s, (size_t)1 << lg_n, block), block, 0, s>>>(args...);
     CUDA_OK(cudaGetLastError());
+}
+
+static void launch_half_coset_shift(const stream_t& s, fr_t* d, uint32_t lg_n)
+{
+    launch_over(s, lg_n, half_coset_shift, d, lg_n,
+                NTTParameters::all(false)[s].partial_twiddles);
 }
 
 static void launch_half_coset_combine(const stream_t& s, fr_t* p,
                                       const fr_t* c, uint32_t lg_n)
 {
-    const unsigned block = 256;
-    size_t n = (size_t)1 << lg_n;
-    const auto roots = NTTParameters::all(true)[s].partial_twiddles;
-    half_coset_combine<<<grid_for(s, n, block), block, 0, s>>>(p, c, lg_n,
-                                                               roots);
-    CUDA_OK(cudaGetLastError());
+    launch_over(s, lg_n, half_coset_combine, p, c, lg_n,
+                NTTParameters::all(true)[s].partial_twiddles);
 }
 
 // counts[w] = set bits of words[w] (of the first nbits bits) for w < nwords,
