@@ -73,7 +73,14 @@ early_record() {
   RECORDING[$1]=$!
 }
 
-# SKIP_PREP=1: inputs, parameters and the recording are there already.
+# SKIP_PREP=1: inputs, parameters and the recording are there already
+# (a second run on the same machine). The disk holds one big circuit's
+# parameters at a time, so not with both snap and wpost.
+if [ -n "${SKIP_PREP:-}" ] && [[ " ${CONFIGS:-} " == *" snap "* ]] &&
+  [[ " ${CONFIGS:-} " == *" wpost "* ]]; then
+  echo "SKIP_PREP with both snap and wpost in CONFIGS: the disk holds one of their parameter files" >&2
+  exit 2
+fi
 if [ -z "${SKIP_PREP:-}" ]; then
 step fixtures
 $TIME "$B" gen-fixtures --sector-size 32GiB --inputs-only > "$L/fixtures.log" 2>&1

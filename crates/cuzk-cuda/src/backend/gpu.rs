@@ -200,8 +200,8 @@ fn msm_stage(
     let t = Instant::now();
     // A CRITICAL partition waiting for the device goes between this
     // partition's H stage and its L/A/B stage, and between two of its
-    // MSMs: a PoSt partition's full-width MSMs take ~1 s each, so it
-    // waits for one MSM, not for the whole partition.
+    // MSMs: a PoSt partition's full-width MSMs take 0.5–2.1 s each, so
+    // it waits for one MSM, not for the whole partition.
     let mut kernels = match held {
         Some(k) => k.let_urgent_in(w.urgent)?,
         None => {
