@@ -10,9 +10,14 @@
 //! sort on the clamped sizes), and the warps take them in that order from
 //! a counter, so the lanes of a warp walk buckets of nearly one length.
 //! The sums land where sppark's kernel puts them, for the integration.
+//! G1 MSMs with long buckets take the same order through `accumulate_affine.cuh`
+//! (batched-affine additions; `plan_affine` says which); the rest stay here
+//! (XYZZ), as do the long buckets that kernel leaves.
 
 #ifndef __CUZK_ACCUMULATE_CUH__
 #define __CUZK_ACCUMULATE_CUH__
+
+#include "accumulate_affine.cuh"
 
 // keys[g] = 0xffff − min(size of bucket g, 0xffff) (so an ascending sort
 // puts the largest first), vals[g] = g, for the buckets g = y·row + x of
@@ -33,8 +38,8 @@ void bucket_sizes(const uint32_t* hist, uint32_t row_bits, uint32_t total,
     }
 }
 
-// Sums bucket order[t] for t < total, warps taking the next WARP_SZ/degree
-// entries of `order` from `*next` (zero at launch). Bucket g = y·row + x
+// Sums bucket order[t] for t < total (and < *bound if given), warps taking the next
+// WARP_SZ/degree entries of `order` from `*next` (zero at launch). Bucket g = y·row + x
 // holds the points digits[y][hist[y][x−1] .. hist[y][x]) (sign in bit 31),
 // its sum goes to buckets[g]; window 0's bucket 0 is left at infinity.
 template<class bucket_T, class affine_mem, class bucket_mem = typename bucket_T::mem_t,
@@ -43,8 +48,11 @@ __launch_bounds__(384) __global__
 void accumulate_ordered(bucket_mem* buckets, uint32_t row_bits,
                         const affine_mem* points, const uint32_t* digits,
                         uint32_t digits_stride, const uint32_t* hist,
-                        const uint32_t* order, uint32_t total, uint32_t* next)
+                        const uint32_t* order, uint32_t total, uint32_t* next,
+                        const uint32_t* bound)
 {
+    if (bound)
+        total = min(total, *bound);
     const uint32_t degree = bucket_T::degree;
     const uint32_t per_warp = WARP_SZ / degree;
     const uint32_t lane = (threadIdx.x % WARP_SZ) / degree;
@@ -83,15 +91,27 @@ void accumulate_ordered(bucket_mem* buckets, uint32_t row_bits,
 
 // The order of one batch's buckets and their accumulation, on `s`.
 // Scratch at `tmp`: `order_bytes()` (four words a bucket, a counter and
-// CUB's scratch, `cub_size`, queried once per MSM).
+// CUB's scratch, `cub_size`, queried once per MSM; with `affine` threads of
+// `accumulate_affine`, their slots after that). Three counters: the affine
+// kernel's next bucket, the XYZZ kernel's, and the end of the buckets the
+// affine kernel left to the XYZZ kernel.
 struct ordered_accumulate {
     uint32_t row_bits, total;
     size_t cub_size;
+    affine_plan affine;  // threads of accumulate_affine; 0: XYZZ accumulation
 
-    ordered_accumulate(uint32_t row_bits_, uint32_t total_)
-        : row_bits(row_bits_), total(total_), cub_size(radix_sort_bytes(total_, 16))
+    ordered_accumulate(uint32_t row_bits_, uint32_t total_, affine_plan affine_ = {0, 0})
+        : row_bits(row_bits_), total(total_), cub_size(radix_sort_bytes(total_, 16)),
+          affine(affine_)
     {}
-    size_t order_bytes() const { return (size_t)total * 16 + 256 + cub_size; }
+    size_t sort_bytes() const
+    {
+        return ((size_t)total * 16 + 256 + cub_size + 255) & ~(size_t)255;
+    }
+    size_t order_bytes() const
+    {
+        return sort_bytes() + affine_scratch_bytes(affine.threads);
+    }
 
     template<class bucket_T, class affine_mem, class bucket_mem>
     void run(const stream_t& s, uint8_t* tmp, bucket_mem* buckets,
@@ -115,10 +135,24 @@ struct ordered_accumulate {
         size_t bytes = cub_size;
         CUDA_OK(cub::DeviceRadixSort::SortPairs(cub_tmp, bytes, k, v, (int)total, 0, 16,
                                                 (cudaStream_t)s));
-        CUDA_OK(cudaMemsetAsync(next, 0, sizeof(uint32_t), s));
+        uint32_t* bound = next + 2;
+        CUDA_OK(cudaMemsetAsync(next, 0, 3 * sizeof(uint32_t), s));
+        if constexpr (bucket_T::degree == 1) {
+            if (affine.threads) {
+                const affine_scratch sc =
+                    carve_affine_scratch(tmp + sort_bytes(), affine.threads);
+                accumulate_affine<bucket_T, affine_mem>
+                    <<<affine.threads / AFFINE_BLOCK, AFFINE_BLOCK, 0, s>>>(
+                        buckets, row_bits, points, (const uint32_t*)digits[0], stride,
+                        (const uint32_t*)hist[0], (const uint32_t*)v.Current(), total,
+                        next, affine.max_rounds, bound, sc);
+                CUDA_OK(cudaGetLastError());
+            }
+        }
         s.launch_coop(accumulate_ordered<bucket_T, affine_mem>, {s.sm_count(), 0},
                       buckets, row_bits, points, (const uint32_t*)digits[0], stride,
-                      (const uint32_t*)hist[0], (const uint32_t*)v.Current(), total, next);
+                      (const uint32_t*)hist[0], (const uint32_t*)v.Current(), total,
+                      next + 1, affine.threads ? (const uint32_t*)bound : nullptr);
     }
 };
 

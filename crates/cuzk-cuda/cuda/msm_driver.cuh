@@ -236,7 +236,14 @@ struct msm_driver {
         size_t digits_b = nwins * stride * sizeof(uint32_t);
         size_t acc_b = nacc * sizeof(bucket_mem);
         size_t pairs_b = npairs * sizeof(bucket_mem);
-        const ordered_accumulate ordered{wbits - 1, nwins * (uint32_t)row_sz};
+        // Large G1 MSMs add in affine coordinates (its digit offsets are
+        // 32-bit: every window's digits must be in reach).
+        const uint32_t total = nwins * (uint32_t)row_sz;
+        const bool wide = (size_t)nwins * stride >= ((size_t)1 << 32);
+        const affine_plan affine = bucket_T::degree == 1 && !wide
+                                       ? plan_affine(stride, nwins, total, gpu.sm_count())
+                                       : affine_plan{0, 0};
+        const ordered_accumulate ordered{wbits - 1, total, affine};
         size_t before_order = (buckets_b + hist_b + temps_b + digits_b + acc_b +
                                pairs_b + 255) & ~(size_t)255;
         return layout{batch,     stride,    row_sz,   nsums,        nacc,

@@ -1,0 +1,84 @@
+//! Resident G1 MSMs equal a sum made on the CPU, with points that reach
+//! every case of the affine addition law: a point added to itself (a
+//! doubling), to its negation (infinity), and the point at infinity, in
+//! buckets and as a bucket's running sum. The large one takes the
+//! batched-affine bucket accumulation (`cuda/accumulate_affine.cuh`: 22-bit
+//! windows, ~43 points a bucket) and, for its few long buckets (a scalar
+//! repeated), that kernel's XYZZ fallback; the small one the XYZZ kernel.
+//!
+//! Needs a CUDA device (skipped, loudly, without one):
+//! `cargo test --release -p cuzk-cuda --features cuda,lab --test gpu_msm -- --nocapture`
+#![cfg(all(feature = "cuda", feature = "lab"))]
+
+#[allow(dead_code)] // of the shared helpers this test needs only the device
+mod common;
+
+use blstrs::{G1Affine, G1Projective, Scalar};
+use cuzk_cuda::Source;
+use cuzk_prover::srs::Section;
+use ff::Field;
+use group::prime::PrimeCurveAffine;
+use group::{Curve, Group};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// 61 random points, their negations and infinity: tiled over the
+/// section, every bucket meets repeats, negations and infinity.
+fn pattern(rng: &mut ChaCha8Rng) -> Vec<G1Affine> {
+    let base: Vec<G1Affine> = (0..61)
+        .map(|_| G1Projective::random(&mut *rng).to_affine())
+        .collect();
+    let mut all = base.clone();
+    all.extend(base.iter().map(|p| -p));
+    all.push(G1Affine::identity());
+    all
+}
+
+/// Σ s_i·pattern[i mod len], grouping the scalars of each pattern point.
+fn cpu_sum(pattern: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
+    let mut per_point = vec![Scalar::ZERO; pattern.len()];
+    for (i, s) in scalars.iter().enumerate() {
+        per_point[i % pattern.len()] += s;
+    }
+    pattern
+        .iter()
+        .zip(&per_point)
+        .map(|(p, s)| G1Projective::from(p) * s)
+        .sum()
+}
+
+#[test]
+fn affine_accumulation_meets_every_case_and_equals_the_cpu_sum() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let pattern = pattern(&mut rng);
+    let mut st = gpu.stages().expect("the device's stage context");
+    st.set_split01(false).expect("split off");
+    // The smallest MSM with 22-bit windows (lg2(1.5·n) = 27), and a small one.
+    for n in [89_478_486 + 1_000, (1usize << 20) + 12_345] {
+        // Full-width scalars (a running sum of random steps), one in 4,099
+        // a repeated value and one small (long buckets, equal digits).
+        let steps: Vec<Scalar> = (0..4096).map(|_| Scalar::random(&mut rng)).collect();
+        let repeated = Scalar::random(&mut rng);
+        let mut run = Scalar::random(&mut rng);
+        let scalars: Vec<Scalar> = (0..n)
+            .map(|i| match i % 4099 {
+                0 => repeated,
+                1 => Scalar::from((i / 4099) as u64 % 3 + 1),
+                _ => {
+                    run += steps[i % 4096];
+                    run
+                }
+            })
+            .collect();
+        st.srs_alloc(Section::L, n).expect("section");
+        st.srs_tile_g1(Section::L, &pattern).expect("tiled points");
+        st.upload_aux(&scalars).expect("scalars");
+        let got = st
+            .msm_g1_resident(Source::Aux, Section::L, 0, n)
+            .expect("MSM");
+        st.srs_free().expect("free");
+        assert_eq!(got, cpu_sum(&pattern, &scalars), "{n} points");
+        eprintln!("{n} points: GPU sum equals the CPU's");
+    }
+}
