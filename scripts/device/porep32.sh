@@ -17,7 +17,9 @@
 #   pipelined: 4 PoReps submitted at once;
 #   winning:   PoReps (NORMAL) and WinningPoSts (CRITICAL) mixed, 4 in
 #              flight (with a, b and c on the GPU only);
-# once per daemon configuration ($CONFIGS, below). The `snap` configuration
+# once per daemon configuration ($CONFIGS, below; `v16`, `v24` and `v32`
+# run `first` and `pipelined`, or $SMALL_RUNS, with gpus.vram_limit 16, 24
+# and 32 GiB: the cards operators own). The `snap` configuration
 # then deletes the PoRep parameters, makes SnapDeals' (~30 GB; from its
 # constraint system, recorded at the start beside the other parameters,
 # `gen-params --recorded`) and proves 32 GiB SnapDeals (16 partitions);
@@ -124,7 +126,7 @@ fi
 # synthesis on the host (false, the path before); same runs otherwise,
 # side by side in one call sequence.
 daemon_runs() {
-  local cfg=$1 abc=$2 runs=$3 run args
+  local cfg=$1 abc=$2 runs=$3 vram=${4:-} run args
   cat > "$L/cuzk-$cfg.toml" <<EOF
 [daemon]
 listen = "$ADDR"
@@ -141,6 +143,8 @@ cache_dir = "$P"
 backend = "cuda"
 abc_on_device = $abc
 EOF
+  # A smaller card simulated on the H200 (gpus.vram_limit).
+  [ -n "$vram" ] && echo "vram_limit = \"$vram\"" >> "$L/cuzk-$cfg.toml"
   # TUNING: lines of [gpus.tuning] (e.g. "trace_msm = true"), traces on
   # the daemon's stderr.
   [ -n "${TUNING:-}" ] && printf '[gpus.tuning]\n%s\n' "$TUNING" >> "$L/cuzk-$cfg.toml"
@@ -225,6 +229,10 @@ big_prep() {
 for cfg in ${CONFIGS:-device host}; do
   case $cfg in
     device) daemon_runs device true "${DEVICE_RUNS:-first isolated pipelined winning}" ;;
+    # The cards operators own, simulated with gpus.vram_limit.
+    v16) daemon_runs v16 true "${SMALL_RUNS:-first pipelined}" 16GiB ;;
+    v24) daemon_runs v24 true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
+    v32) daemon_runs v32 true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
     snap) big_prep snap && daemon_runs snap true "snap-first snap-isolated" ;;
     peer)
       step "peer-bench porep"

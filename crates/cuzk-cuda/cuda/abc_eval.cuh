@@ -230,11 +230,15 @@ RustError cuzk_cuda_h_eval(cuzk_cuda_ctx* ctx, cuzk_cuda_matrices* m,
         return bad_arg("assignment of another shape than the matrices");
     if (vectors != 2 && vectors != 3)
         return bad_arg("two or three vectors");
-    abc_reserve(ctx, m->rows + m->inputs, lg_n, vectors);
+    abc_reserve(ctx, m->rows + m->inputs, lg_n, vectors == 3 ? 3 : 1);
     size_t n = (size_t)1 << lg_n;
     // aux came on the upload stream.
     ctx->upload->sync();
     const stream_t& s = gpu;
+    // The a-only tier's second vector, returned before the H MSM.
+    std::unique_ptr<second_vector> second;
+    if (vectors == 2)
+        second.reset(new second_vector(ctx, s, s, n));
     ntt_trace trace{ctx->tune.ntt_trace != 0};
     trace.mark("start", s);
     if (ninputs)
@@ -254,13 +258,14 @@ RustError cuzk_cuda_h_eval(cuzk_cuda_ctx* ctx, cuzk_cuda_matrices* m,
         fr_t zi;
         memcpy((void*)&zi, (const void*)z_inv, sizeof(fr_t));
         // a into the first buffer, then b and c in turn into the second.
+        fr_t* d2 = second->ptr();
         for (int k = 0; k < 3; k++) {
-            fr_t* dst = k == 0 ? d : d + n;
+            fr_t* dst = k == 0 ? d : d2;
             abc_eval(s, m, aux, n, k == 0 ? dst : nullptr,
                      k == 1 ? dst : nullptr, k == 2 ? dst : nullptr, false);
             h_vector(s, dst, k, lg_n);
             if (k > 0)
-                h_fold(s, d, d + n, k, lg_n, zi);
+                h_fold(s, d, d2, k, lg_n, zi);
         }
         trace.mark("a_only", s);
     }

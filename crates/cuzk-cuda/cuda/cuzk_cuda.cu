@@ -120,6 +120,9 @@ struct cuzk_cuda_ctx {
     size_t split_min = SIZE_MAX;  // MSMs of fewer points run plain
     split_scratch split;
     split_shape shape;
+    // Bytes of SRS points streamed from host memory since the last
+    // cuzk_cuda_take_shape.
+    size_t streamed_bytes = 0;
     // Resident SRS points, one raw buffer per section (h, l, a, b_g1:
     // affine G1; b_g2: affine G2), kept until cuzk_cuda_srs_free.
     struct section {
@@ -209,7 +212,11 @@ static const fr_t* source_scalars(const cuzk_cuda_ctx* ctx, int source,
     }
 }
 
-// Runs an MSM of `npoints` host points against scalars on the device.
+// Runs an MSM of `npoints` host points against scalars on the device:
+// the resident path's kernels on points streamed a tile at a time
+// (`stream_tiles.cuh`; page-locked host memory is copied by DMA beside
+// the kernels, pageable memory through the chunk ring), witness scalars
+// split as on the device.
 template<class bucket_T, class point_T, class affine_T>
 static RustError msm_from_source(cuzk_cuda_ctx* ctx, int source,
                                  const affine_T* points, size_t npoints,
@@ -226,13 +233,17 @@ static RustError msm_from_source(cuzk_cuda_ctx* ctx, int source,
         return bad_arg("too many points for one MSM");
     if (npoints == 0)
         return RustError{0};
-    msm_t<bucket_T, point_T, affine_T, scalar_t> msm{nullptr, npoints,
-                                                     sizeof(affine_T), ctx->id};
-    RustError err = msm.invoke(*out, points, npoints,
-                               dev_view<fr_t>{scalars}, true);
-    if (err.code != 0)
-        return err;
-    ctx->gpu->sync();
+    typedef typename affine_T::mem_t affine_mem;
+    const host_points hp{points, sizeof(affine_mem), &ctx->chunks,
+                         &ctx->streamed_bytes, ctx->tune.stream_tile_points};
+    // Nothing else of this context is on the upload stream now.
+    ctx->upload->sync();
+    if (source != SRC_H && npoints >= ctx->split_min &&
+        msm_split01_streamed<bucket_T, point_T, affine_T>(*ctx->gpu, ctx->tune, ctx->mem, ctx->split,
+                                       scalars, hp, npoints, out, &ctx->shape))
+        return RustError{0};
+    msm_device<bucket_T>(*ctx->gpu, ctx->tune, (const affine_T*)nullptr, scalars,
+                         npoints, out, ctx->mem.room(), &hp);
     CUZK_CATCH
 }
 
@@ -265,7 +276,8 @@ static RustError msm_resident(cuzk_cuda_ctx* ctx, int source, int sec,
         msm_split01<bucket_T>(*ctx->gpu, ctx->id, ctx->tune, ctx->mem, ctx->split,
                               scalars, points, npoints, out, &ctx->shape))
         return RustError{0};
-    msm_device<bucket_T>(*ctx->gpu, ctx->tune, points, scalars, npoints, out);
+    msm_device<bucket_T>(*ctx->gpu, ctx->tune, points, scalars, npoints, out,
+                         ctx->mem.room());
     CUZK_CATCH
 }
 
@@ -340,6 +352,7 @@ RustError cuzk_cuda_ctx_new_worker(cuzk_cuda_ctx* owner, cuzk_cuda_ctx** out)
     ctx->owner = owner;
     ctx->mem.device = owner->id;
     ctx->mem.limit = owner->mem.limit;
+    ctx->mem.reserve = owner->mem.reserve;
     ctx->split_min = owner->split_min;
     ctx->tune = owner->tune;
     ctx->chunks.threads = owner->chunks.threads;
@@ -434,11 +447,13 @@ RustError cuzk_cuda_span_mark(cuzk_cuda_ctx* ctx)
 }
 
 // gpus.vram_limit: the context's allocations behave as if the card had
-// only `limit` bytes (0: the whole card).
-RustError cuzk_cuda_set_vram_limit(cuzk_cuda_ctx* ctx, size_t limit)
+// only `limit` bytes (0: the whole card); MSM scratch leaves `margin`
+// bytes free (gpus.vram_safety_margin).
+RustError cuzk_cuda_set_vram_limit(cuzk_cuda_ctx* ctx, size_t limit, size_t margin)
 {
     CUZK_TRY
     ctx->mem.limit = limit;
+    ctx->mem.reserve = margin;
     CUZK_CATCH
 }
 
@@ -452,15 +467,18 @@ RustError cuzk_cuda_set_tuning(cuzk_cuda_ctx* ctx, const cuzk_cuda_tuning* tune)
     CUZK_CATCH
 }
 
-// Device scratch bytes of one MSM of `npoints` device points on this
-// context's device with its tuning (the larger of G1 and G2; see
-// msm_driver::plan): what the staging tiers are sized with.
-RustError cuzk_cuda_msm_scratch(cuzk_cuda_ctx* ctx, size_t npoints, size_t* bytes)
+// Device scratch bytes of one MSM of `npoints` points on this context's
+// device with its tuning (the larger of G1 and G2; see msm_driver::plan):
+// at the rule's windows over device points (`least` 0), or the least the
+// driver fits itself into with the points streamed (`least` 1: what the
+// staging tiers are sized with).
+RustError cuzk_cuda_msm_scratch(cuzk_cuda_ctx* ctx, size_t npoints, int least,
+                                size_t* bytes)
 {
     CUZK_TRY
     *bytes = 0;
     ctx->gpu->select();
-    *bytes = msm_scratch_bytes(*ctx->gpu, ctx->tune, npoints);
+    *bytes = msm_scratch_bytes(*ctx->gpu, ctx->tune, npoints, least != 0);
     CUZK_CATCH
 }
 
@@ -687,15 +705,38 @@ RustError cuzk_cuda_set_split01(cuzk_cuda_ctx* ctx, size_t min_points)
     CUZK_CATCH
 }
 
-// Zeros, ones and other scalars the split MSMs saw since the last call.
+// Zeros, ones and other scalars the split MSMs saw since the last call,
+// and the bytes of SRS points streamed from host memory.
 RustError cuzk_cuda_take_shape(cuzk_cuda_ctx* ctx, size_t* zeros, size_t* ones,
-                               size_t* others)
+                               size_t* others, size_t* streamed)
 {
     CUZK_TRY
     *zeros = ctx->shape.zeros;
     *ones = ctx->shape.ones;
     *others = ctx->shape.others;
+    *streamed = ctx->streamed_bytes;
     ctx->shape = split_shape{};
+    ctx->streamed_bytes = 0;
+    CUZK_CATCH
+}
+
+// Page-locks `bytes` of host memory from `p` (an SRS section streamed to
+// the devices) for DMA copies, read-only, for every device; undone by
+// cuzk_cuda_host_unregister before the memory is freed.
+RustError cuzk_cuda_host_register(const void* p, size_t bytes)
+{
+    CUZK_TRY
+    if (bytes == 0)
+        return RustError{0};
+    CUDA_OK(cudaHostRegister(const_cast<void*>(p), bytes,
+                             cudaHostRegisterPortable | cudaHostRegisterReadOnly));
+    CUZK_CATCH
+}
+
+RustError cuzk_cuda_host_unregister(const void* p)
+{
+    CUZK_TRY
+    CUDA_OK(cudaHostUnregister(const_cast<void*>(p)));
     CUZK_CATCH
 }
 

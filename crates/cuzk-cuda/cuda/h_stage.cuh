@@ -202,6 +202,23 @@ static void abc_reserve(cuzk_cuda_ctx* ctx, size_t len, uint32_t lg_n,
     ctx->abc.reserve(ctx->mem, vectors * ((size_t)1 << lg_n));
 }
 
+// The a-only tier's second vector (b, then c): stream-ordered memory of
+// `s`, usable on `cp` too, admitted under gpus.vram_limit and freed on `s`
+// when this goes (after the work queued there).
+struct second_vector {
+    dev_ptr_t<fr_t> mem;
+    second_vector(cuzk_cuda_ctx* ctx, const stream_t& s, const stream_t& cp,
+                  size_t n)
+        : mem((ctx->mem.admit(n * sizeof(fr_t), "the a-only tier's second vector"), n),
+              s)
+    {
+        event_t ready;
+        ready.record(s);
+        ready.wait(cp);
+    }
+    fr_t* ptr() { return &mem[0]; }
+};
+
 extern "C" {
 
 // Uploads a, b, c (`len` scalars each, zero-padded to n = 2^lg_n) into
@@ -301,11 +318,14 @@ RustError cuzk_cuda_h_prepare_a_only(cuzk_cuda_ctx* ctx, const fr_t* a,
     CUZK_TRY
     const gpu_t& gpu = *ctx->gpu;
     gpu.select();
-    abc_reserve(ctx, len, lg_n, 2);
+    abc_reserve(ctx, len, lg_n, 1);
     size_t n = (size_t)1 << lg_n;
     const stream_t& s = gpu;
     const stream_t& cp = gpu[0];
-    fr_t* d[2] = {ctx->abc.ptr, ctx->abc.ptr + n};
+    // The second vector from the stream-ordered pool, returned before the
+    // H MSM, whose scratch takes it over.
+    second_vector second{ctx, s, cp, n};
+    fr_t* d[2] = {ctx->abc.ptr, second.ptr()};
     fr_t zi;
     memcpy((void*)&zi, (const void*)z_inv, sizeof(fr_t));
     {

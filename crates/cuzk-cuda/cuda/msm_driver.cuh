@@ -27,10 +27,12 @@
 #define __CUZK_MSM_DRIVER_CUH__
 
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "host_copy.cuh"  // fork_join
+#include "stream_tiles.cuh"
 #include "integrate.cuh"
 #include "bucket_sort.cuh"
 #include "accumulate.cuh"
@@ -156,6 +158,14 @@ struct msm_driver {
     const gpu_t& gpu;
     const cuzk_cuda_tuning& tune;
     uint32_t wbits, nwins;
+    // Batches at least (`fit`: fewer points a batch, less scratch).
+    size_t min_batch = 1;
+
+    // Points of one streamed tile at most (8 or more batches for a 2^27
+    // MSM, so the first tile's copy is the only one not overlapped).
+    static const size_t MAX_TILE = (size_t)1 << 24;
+    // Fewer points a batch than this only when nothing else fits.
+    static const size_t MIN_STRIDE = (size_t)1 << 16;
 
     static int lg2(size_t n)
     {
@@ -197,6 +207,86 @@ struct msm_driver {
         nwins = (scalar_t::bit_length() - 1) / wbits + 1;
     }
 
+    void set_width(uint32_t w)
+    {
+        wbits = w;
+        nwins = (scalar_t::bit_length() - 1) / wbits + 1;
+    }
+
+    // Device bytes `run` takes for `n` points: its scratch and, for points
+    // of `host_elem` bytes streamed from the host, two tiles.
+    size_t need(size_t n, size_t host_elem) const
+    {
+        const layout L = plan(n);
+        return L.bytes() + 2 * L.stride * host_elem;
+    }
+
+    // A relative cost of `n` points at the current width and batches:
+    // accumulation per point and window, integration per bucket and batch
+    // (per-operation times measured on an H200, docs/PERF.md: ~0.39 ns a
+    // point-window, ~0.52 ns a bucket).
+    double cost(size_t n) const
+    {
+        const layout L = plan(n);
+        return 0.39 * nwins * (double)n +
+               0.52 * (double)L.batch * nwins * (double)L.row_sz;
+    }
+
+    // Fits the MSM of `n` points (streamed from the host when `host_elem`
+    // is not 0, tiles of at most `tile` points) into `budget` device
+    // bytes: the rule's width and batches when they fit, else the
+    // cheapest narrower width and more batches that fit, else the
+    // smallest (whose allocation then fails as out of memory).
+    void fit(size_t n, size_t budget, size_t host_elem, size_t tile = 0)
+    {
+        if (n == 0)
+            return;
+        if (host_elem) {
+            const size_t cap = tile ? tile : MAX_TILE;
+            min_batch = (n + cap - 1) / cap;
+        }
+        // Device points that fit keep the rule; streamed ones weigh the
+        // tiles' batches against narrower windows.
+        if (!host_elem && need(n, host_elem) <= budget)
+            return;
+        const uint32_t rule = wbits;
+        const size_t first_batch = min_batch;
+        static const uint32_t widths[] = {0, 22, 20, 17, 16, 13, 10};
+        uint32_t best_w = 0, small_w = rule;
+        size_t best_b = 0, small_b = first_batch, small_need = SIZE_MAX;
+        double best_cost = 0;
+        for (uint32_t w : widths) {
+            if (w == 0)
+                w = rule;  // the rule's own width first
+            else if (w >= rule)
+                continue;
+            set_width(w);
+            for (size_t b = first_batch; b <= first_batch << 12; b <<= 1) {
+                min_batch = b;
+                const layout L = plan(n);
+                if (L.stride < MIN_STRIDE && b > first_batch)
+                    break;
+                const size_t bytes = need(n, host_elem);
+                if (bytes < small_need) {
+                    small_need = bytes;
+                    small_w = w;
+                    small_b = b;
+                }
+                if (bytes <= budget) {
+                    const double c = cost(n);
+                    if (!best_w || c < best_cost) {
+                        best_w = w;
+                        best_b = b;
+                        best_cost = c;
+                    }
+                    break;  // more batches only cost more
+                }
+            }
+        }
+        set_width(best_w ? best_w : small_w);
+        min_batch = best_w ? best_b : small_b;
+    }
+
     // Where `run` puts its device scratch for `npoints` points: one blob
     // holding the buckets, the histogram, the sort's temporaries (16 bytes
     // a point, or 12 and CUB's scratch), the digits, the accumulated window
@@ -216,10 +306,15 @@ struct msm_driver {
     {
         uint32_t lg = lg2(npoints + npoints / 2);
         size_t batch = ((size_t)1 << ((lg > wbits ? lg : wbits) - wbits)) >> 6;
-        if (batch == 0)
-            batch = 1;
+        if (batch < min_batch)
+            batch = min_batch;
+        if (batch > npoints)
+            batch = npoints ? npoints : 1;
         size_t stride = (npoints + batch - 1) / batch;
         stride = (stride + WARP_SZ - 1) & ~(size_t)(WARP_SZ - 1);
+        // Rounding the stride up may leave the last batches empty.
+        if (npoints && stride)
+            batch = (npoints + stride - 1) / stride;
         size_t row_sz = (size_t)1 << (wbits - 1);
         size_t nsums = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
         // Spans per integrate thread (0: sppark's one block per window).
@@ -293,11 +388,13 @@ struct msm_driver {
         return res;
     }
 
-    // Σ scalars[i]·points[i], both on the device (scalars in Montgomery
-    // form). Device scratch comes from the stream-ordered pool and is
+    // Σ scalars[i]·points[i], scalars on the device (Montgomery form),
+    // points on the device or, given `hp`, in host memory (streamed into
+    // two tiles, one batch a tile, see `stream_tiles.cuh`; `points` is then
+    // unused). Device scratch comes from the stream-ordered pool and is
     // returned before this returns.
     void run(point_T* out, const affine_T* points, const fr_t* scalars,
-             size_t npoints)
+             size_t npoints, const host_points* hp = nullptr)
     {
         out->inf();
         if (npoints == 0)
@@ -350,6 +447,10 @@ struct msm_driver {
                                           digits_b);
         bucket_mem* d_pairs = (bucket_mem*)((uint8_t*)d_acc + acc_b);
         uint8_t* d_order = base + before_order;
+        // Streamed points: two tiles of a batch each, filled on stream 1.
+        std::unique_ptr<tile_pair> tiles;
+        if (hp)
+            tiles.reset(new tile_pair(ms, gpu[1], *hp, stride));
         // The scratch is ms's; ss may use it once ms got this far.
         event_t ready, sorted, consumed;
         ready.record(ms);
@@ -384,18 +485,37 @@ struct msm_driver {
 
         size_t off = 0;
         size_t num = stride < npoints ? stride : npoints;
+        auto batch_len = [&](size_t k) {
+            size_t at = k * stride;
+            return at >= npoints ? 0 : npoints - at < stride ? npoints - at : stride;
+        };
+        if (tiles) {
+            tiles->fill(0, 0, num);
+            if (batch > 1)
+                tiles->fill(1, stride, batch_len(1));
+        }
         digits(0, 0, num);
         for (size_t i = 0; i < batch; i++) {
+            const affine_mem* pts = &d_points[off];
+            if (tiles) {
+                pts = (const affine_mem*)tiles->tile(i);
+                tiles->wait_landed(i, ms);
+            }
             sorted.wait(ms);
             trace.mark(i, msm_trace::M0, ms);
             batch_addition<bucket_T><<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, ms>>>(
-                &d_buckets[nwins * row_sz], &d_points[off], num, &d_digits[0][0],
+                &d_buckets[nwins * row_sz], pts, num, &d_digits[0][0],
                 d_hist[0][0]);
             CUDA_OK(cudaGetLastError());
             trace.mark(i, msm_trace::M1, ms);
-            ordered.run<bucket_T>(ms, d_order, d_buckets, &d_points[off],
+            ordered.run<bucket_T>(ms, d_order, d_buckets, pts,
                                   d_digits, (uint32_t)stride, d_hist);
             consumed.record(ms);
+            if (tiles) {
+                tiles->release(i, ms);
+                if (i + 2 < batch)
+                    tiles->fill(i + 2, (i + 2) * stride, batch_len(i + 2));
+            }
             trace.mark(i, msm_trace::M2, ms);
             if (fanout) {
                 dim3 grid1{(uint32_t)(T * fanout * bucket_T::degree /
@@ -463,27 +583,39 @@ struct msm_driver {
     }
 };
 
-// Σ s_i·p_i over n device scalars and points with our driver (see above).
+// Σ s_i·p_i over n device scalars and points with our driver (see above),
+// its scratch fitted into `budget` bytes (`dalloc::room`); given `hp` the
+// points are streamed from host memory instead.
 template<class bucket_T, class point_T, class affine_T>
 static void msm_device(const gpu_t& gpu, const cuzk_cuda_tuning& tune,
                        const affine_T* points, const fr_t* scalars, size_t n,
-                       point_T* out)
+                       point_T* out, size_t budget = SIZE_MAX,
+                       const host_points* hp = nullptr)
 {
     msm_driver<bucket_T, point_T, affine_T> msm{gpu, n, tune};
-    msm.run(out, points, scalars, n);
+    msm.fit(n, budget, hp ? hp->elem : 0, hp ? hp->tile_points : 0);
+    msm.run(out, points, scalars, n, hp);
 }
 
-// Device scratch of one MSM of `n` device points through the driver: the
-// larger of G1 and G2 (see msm_driver::plan).
+// Device scratch of one MSM of `n` points through the driver, the larger
+// of G1 and G2 streamed from the host: at the rule's windows (`least`
+// false), or the least it can run with (`least`: narrow windows, many
+// batches; what the staging tiers count, since the driver fits itself to
+// the room there is).
 static size_t msm_scratch_bytes(const gpu_t& gpu, const cuzk_cuda_tuning& tune,
-                                size_t n)
+                                size_t n, bool least = false)
 {
     if (n == 0)
         return 0;
-    size_t g1 = msm_driver<bucket_t, point_t, affine_t>{gpu, n, tune}.plan(n).bytes();
-    size_t g2 =
-        msm_driver<bucket_fp2_t, point_fp2_t, affine_fp2_t>{gpu, n, tune}.plan(n).bytes();
-    return g1 > g2 ? g1 : g2;
+    msm_driver<bucket_t, point_t, affine_t> g1{gpu, n, tune};
+    msm_driver<bucket_fp2_t, point_fp2_t, affine_fp2_t> g2{gpu, n, tune};
+    const size_t e1 = sizeof(affine_t::mem_t), e2 = sizeof(affine_fp2_t::mem_t);
+    if (least) {
+        g1.fit(n, 0, e1);
+        g2.fit(n, 0, e2);
+    }
+    size_t b1 = g1.need(n, least ? e1 : 0), b2 = g2.need(n, least ? e2 : 0);
+    return b1 > b2 ? b1 : b2;
 }
 
 #endif

@@ -245,6 +245,25 @@ static void split_check(const gpu_t& gpu, int dev, dalloc& mem,
             (int)same(ref_all, parts));
 }
 
+// The count pass: how many of s[0..n) are neither 0 nor 1 (`others`) and
+// how many are 1; false when the counters do not fit on the device.
+static bool split_count(const stream_t& st, dalloc& mem, split_scratch& sc,
+                        const fr_t* s, size_t n, size_t* others, size_t* ones)
+{
+    const unsigned block = 256;
+    if (!try_reserve(sc.counts, mem, 2))
+        return false;
+    st.bzero(sc.counts.ptr, 2);
+    split01_count<<<grid_for(st, n, block), block, 0, st>>>(s, n, sc.counts.ptr);
+    CUDA_OK(cudaGetLastError());
+    uint32_t counts[2];
+    st.DtoH(counts, sc.counts.ptr, 2);
+    st.sync();
+    *others = counts[0];
+    *ones = counts[1];
+    return true;
+}
+
 // Σ s_i·p_i over n device scalars and points, split as above. Returns
 // false, having computed nothing, when more than half the scalars are
 // neither 0 nor 1 (plain Pippenger is then as fast) or the split's buffers
@@ -271,16 +290,9 @@ static bool msm_split01(const gpu_t& gpu, int dev, const cuzk_cuda_tuning& tune,
                 std::chrono::duration<double, std::milli>(t1 - t0).count());
         t0 = t1;
     };
-    const unsigned block = 256;
-    if (!try_reserve(sc.counts, mem, 2))
+    size_t others = 0, ones = 0;
+    if (!split_count(st, mem, sc, s, n, &others, &ones))
         return false;
-    st.bzero(sc.counts.ptr, 2);
-    split01_count<<<grid_for(st, n, block), block, 0, st>>>(s, n, sc.counts.ptr);
-    CUDA_OK(cudaGetLastError());
-    uint32_t counts[2];
-    st.DtoH(counts, sc.counts.ptr, 2);
-    st.sync();
-    size_t others = counts[0], ones = counts[1];
     lap("classify");
     if (others > n / 2)
         return false;
@@ -342,6 +354,108 @@ static bool msm_split01(const gpu_t& gpu, int dev, const cuzk_cuda_tuning& tune,
     if (tune.split_check)
         split_check<bucket_T>(gpu, dev, mem, sc, s, p, n, ones, sum_ones,
                              sum_others);
+    return true;
+}
+
+// The same with the points in host memory (`hp`, see stream_tiles.cuh):
+// the count pass needs only the scalars; then the points come up a tile
+// at a time, and each tile's others are gathered (with their points, into
+// one device list for all tiles) and its ones summed by index into
+// per-warp sums folded across tiles; the others then go through
+// Pippenger from device memory. Every point is copied once; only the
+// others' stay. Returns false, having computed nothing, as
+// `msm_split01` does.
+template<class bucket_T, class point_T, class affine_T>
+static bool msm_split01_streamed(const gpu_t& gpu, const cuzk_cuda_tuning& tune,
+                                 dalloc& mem, split_scratch& sc, const fr_t* s,
+                                 const host_points& hp, size_t n, point_T* out,
+                                 split_shape* shape)
+{
+    typedef typename bucket_T::mem_t bucket_mem;
+    typedef typename affine_T::mem_t affine_mem;
+    const stream_t& st = gpu;
+    size_t others = 0, ones = 0;
+    if (!split_count(st, mem, sc, s, n, &others, &ones) || others > n / 2)
+        return false;
+    const size_t nsums = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+    // One tile's ones at a time: their indices are the tile's.
+    size_t tile = hp.tile_points ? hp.tile_points
+                                 : msm_driver<bucket_T, point_T, affine_T>::MAX_TILE;
+    if (tile > n)
+        tile = n;
+    if (!try_reserve(sc.scalars, mem, others ? others : 1) ||
+        !try_reserve(sc.points, mem, (others ? others : 1) * sizeof(affine_mem)) ||
+        !try_reserve(sc.sums, mem, 2 * nsums * sizeof(bucket_mem)))
+        return false;
+    // The tiles take at most three quarters of what is left (the pool's).
+    const size_t room = mem.room();
+    size_t fit = room / 4 * 3 / (2 * sizeof(affine_mem) + sizeof(uint32_t));
+    const size_t floor = (size_t)1 << 16;
+    if (fit < tile)
+        tile = fit > floor ? fit : floor < n ? floor : n;
+    if (!try_reserve(sc.ones_at, mem, tile))
+        return false;
+    mem.admit(2 * tile * sizeof(affine_mem), "streamed split tiles");
+    shape->zeros += n - others - ones;
+    shape->ones += ones;
+    shape->others += others;
+
+    bucket_mem* sums = (bucket_mem*)sc.sums.ptr;
+    bucket_mem* acc = sums + nsums;
+    affine_mem* gp = (affine_mem*)sc.points.ptr;
+    uint32_t* count1 = sc.counts.ptr + 1;
+    st.bzero(sc.counts.ptr, 2);
+    {
+        tile_pair tiles(st, gpu[1], hp, tile);
+        const size_t ntiles = (n + tile - 1) / tile;
+        auto len = [&](size_t k) { return n - k * tile < tile ? n - k * tile : tile; };
+        tiles.fill(0, 0, len(0));
+        if (ntiles > 1)
+            tiles.fill(1, tile, len(1));
+        const uint32_t fold_block = 256;
+        for (size_t k = 0; k < ntiles; k++) {
+            const size_t t0 = k * tile, num = len(k);
+            const affine_mem* tp = (const affine_mem*)tiles.tile(k);
+            tiles.wait_landed(k, st);
+            CUDA_OK(cudaMemsetAsync(count1, 0, sizeof(uint32_t), st));
+            split01_gather<affine_mem><<<grid_for(st, num, SPLIT_GATHER_BLOCK),
+                                         SPLIT_GATHER_BLOCK, 0, st>>>(
+                s + t0, tp, num, sc.counts.ptr, sc.scalars.ptr, gp, (uint32_t)others,
+                sc.ones_at.ptr, (uint32_t)tile);
+            CUDA_OK(cudaGetLastError());
+            if (ones) {
+                batch_addition<bucket_T><<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, st>>>(
+                    sums, tp, num, sc.ones_at.ptr, *count1);
+                CUDA_OK(cudaGetLastError());
+                const size_t threads = nsums * bucket_T::degree;
+                fold_sums<bucket_T><<<(uint32_t)((threads + fold_block - 1) / fold_block),
+                                      fold_block, 0, st>>>(acc, sums, (uint32_t)nsums,
+                                                           k == 0);
+                CUDA_OK(cudaGetLastError());
+            }
+            tiles.release(k, st);
+            if (k + 2 < ntiles)
+                tiles.fill(k + 2, (k + 2) * tile, len(k + 2));
+        }
+    }
+    point_T sum_others;
+    sum_others.inf();
+    if (others) {
+        st.sync();
+        msm_device<bucket_T>(gpu, tune, (const affine_T*)gp, sc.scalars.ptr, others,
+                             &sum_others, mem.room());
+    }
+    point_T sum_ones;
+    sum_ones.inf();
+    if (ones) {
+        std::vector<bucket_T> part(nsums);
+        st.DtoH(part.data(), acc, nsums);
+        st.sync();
+        sum_ones = sum_up(part);
+    }
+    st.sync();
+    *out = sum_others;
+    out->add(sum_ones);
     return true;
 }
 

@@ -31,6 +31,10 @@ struct cuzk_cuda_tuning {
     uint8_t ntt_trace;
     uint8_t split_trace;
     uint8_t split_check;
+    // Points of one tile of an MSM streamed from host memory (0: the
+    // driver's choice, at most 2^24; small values test several tiles at a
+    // small size).
+    uint64_t stream_tile_points;
 };
 
 // The defaults: no trace, the rules, each context's copy mode.
@@ -45,6 +49,7 @@ static inline cuzk_cuda_tuning default_tuning()
     t.ntt_trace = 0;
     t.split_trace = 0;
     t.split_check = 0;
+    t.stream_tile_points = 0;
     return t;
 }
 

@@ -132,7 +132,7 @@ impl CudaBackend {
         #[cfg(feature = "cuda")]
         {
             let limit = vram_limit.unwrap_or(0);
-            self.dev.for_each_ctx(|c| c.set_vram_limit(limit))?;
+            self.dev.for_each_ctx(|c| c.set_vram_limit(limit, margin))?;
             Ok(self)
         }
         #[cfg(not(feature = "cuda"))]

@@ -21,8 +21,9 @@ pub struct GpusConfig {
     /// CUDA device ordinals to use; empty: every usable device.
     pub devices: Vec<usize>,
     /// Where the SRS points live for the GPU MSMs: `"auto"` (in VRAM
-    /// across partitions and jobs when they fit beside a partition, else
-    /// streamed from host memory), `"always"` (in VRAM) or `"never"`
+    /// across partitions and jobs when they fit beside a partition; else
+    /// the sections that fit stay in VRAM and the rest are streamed from
+    /// host memory, page-locked once), `"always"` (in VRAM) or `"never"`
     /// (streamed every partition).
     pub srs_on_device: SrsPlacement,
     /// Device memory the CUDA backend may use on each GPU (e.g. `"16GiB"`):
@@ -89,7 +90,8 @@ impl std::str::FromStr for BackendChoice {
 #[serde(rename_all = "lowercase")]
 pub enum SrsPlacement {
     /// Kept on the device across partitions when it fits beside a
-    /// partition's buffers; streamed from the host otherwise.
+    /// partition's buffers; otherwise the sections that fit are kept there
+    /// and the others streamed from page-locked host memory.
     #[default]
     Auto,
     /// Kept on the device whenever it can be uploaded.
@@ -145,6 +147,11 @@ pub struct GpuTuning {
     pub fail_device: Option<usize>,
     /// See `fail_device`.
     pub fail_after_partitions: u64,
+    /// Points of one tile of an MSM whose SRS points are streamed from
+    /// host memory (0: the driver's choice from the free device memory,
+    /// at most 2^24); small values make several tiles at a small size,
+    /// for tests.
+    pub stream_tile_points: u64,
 }
 
 /// `gpus.tuning.host_copy`.
@@ -178,6 +185,12 @@ impl GpusConfig {
                     "{name} = {w}: use 0 (the built-in rule) or 10 to 22"
                 )));
             }
+        }
+        let tile = self.tuning.stream_tile_points;
+        if tile != 0 && !(1024..=(1 << 28)).contains(&tile) {
+            return Err(InvalidConfig(format!(
+                "gpus.tuning.stream_tile_points = {tile}: use 0 (the driver's choice) or 1024 to 2^28"
+            )));
         }
         if self.tuning.copy_threads > 64 {
             return Err(InvalidConfig(format!(

@@ -6,6 +6,12 @@
 //! manager drops the handle, and a device that holds one answers
 //! `Occupied` until then (the manager releases an idle one and asks
 //! again).
+//!
+//! On a card that cannot hold the whole SRS beside a partition
+//! (`gpus.srs_on_device = "auto"`), the sections that fit stay
+//! (`residency.rs` says which) and the others' host memory is page-locked
+//! (`pinned.rs`) for the tiles their MSMs stream (`cuda/stream_tiles.cuh`);
+//! the handle holds both.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,17 +22,39 @@ use cuzk_prover::{SrsPreparation, WitnessSize};
 
 use crate::device::Device;
 use crate::ffi::{point_bytes, Ctx};
+use crate::pinned::Pinned;
+use crate::residency::{self, SECTIONS};
 use crate::{CudaError, SrsPlacement};
 
 /// Headroom kept free beside an SRS on the device for the MSM scratch.
 const MSM_HEADROOM: u64 = 4 << 30;
 
-/// The handle of an SRS on a device; dropping it frees the points.
+/// Headroom beside the resident sections of an SRS that does not all fit:
+/// the streamed MSMs' tiles and scratch (they fit themselves into what is
+/// free, faster with more).
+const STREAM_HEADROOM: u64 = 3 << 30;
+
+/// The sections in the order of the handle's arrays.
+const ORDER: [Section; SECTIONS] = [
+    Section::H,
+    Section::L,
+    Section::A,
+    Section::BG1,
+    Section::BG2,
+];
+
+/// The handle of an SRS on a device; dropping it frees the points on the
+/// device and unlocks the streamed sections' host pages.
 pub(crate) struct OnDevice {
     dev: Arc<Device>,
     generation: u64,
     /// Points per section (h, l, a, b_g1, b_g2).
-    lens: [usize; 5],
+    lens: [usize; SECTIONS],
+    /// Which sections are on the device; the others are streamed.
+    resident: [bool; SECTIONS],
+    /// The streamed sections' host memory, page-locked while this lives
+    /// (dropped after `Drop::drop` has freed the device's sections).
+    _pinned: Vec<Pinned>,
 }
 
 impl OnDevice {
@@ -36,6 +64,22 @@ impl OnDevice {
             && *dev.srs_state() == Some(self.generation)
             && self.lens == lens(srs)
     }
+
+    /// Whether section `sec` is on the device (else its MSM streams it).
+    pub(crate) fn resident(&self, sec: Section) -> bool {
+        ORDER
+            .iter()
+            .position(|s| *s == sec)
+            .is_some_and(|i| self.resident[i])
+    }
+}
+
+/// What [`upload`] made of an SRS on the device.
+struct Uploaded {
+    generation: u64,
+    resident: [bool; SECTIONS],
+    pinned: Vec<Pinned>,
+    device_bytes: u64,
 }
 
 impl Drop for OnDevice {
@@ -52,7 +96,7 @@ impl Drop for OnDevice {
     }
 }
 
-fn lens(srs: &SrsRef<'_>) -> [usize; 5] {
+fn lens(srs: &SrsRef<'_>) -> [usize; SECTIONS] {
     [
         srs.h.len(),
         srs.l.len(),
@@ -64,8 +108,13 @@ fn lens(srs: &SrsRef<'_>) -> [usize; 5] {
 
 /// Bytes the SRS points take on the device.
 pub fn srs_device_bytes(srs: &SrsRef<'_>) -> u64 {
-    let g1 = (srs.h.len() + srs.l.len() + srs.a.len() + srs.b_g1.len()) as u64;
-    g1 * point_bytes(Section::H) as u64 + srs.b_g2.len() as u64 * point_bytes(Section::BG2) as u64
+    section_bytes(srs).iter().sum()
+}
+
+/// Bytes of each section's points (h, l, a, b_g1, b_g2).
+fn section_bytes(srs: &SrsRef<'_>) -> [u64; SECTIONS] {
+    let l = lens(srs);
+    std::array::from_fn(|i| l[i] as u64 * point_bytes(ORDER[i]) as u64)
 }
 
 /// Makes `srs` ready on `dev` for partitions of `size`, as `placement`
@@ -96,21 +145,23 @@ pub(crate) fn prepare(
                 return Ok(SrsPreparation::Occupied);
             }
             let made = upload(&mut owner, device, srs, placement, size);
-            if let Ok(Some(generation)) = made {
-                *st = Some(generation);
+            if let Ok(Some(u)) = &made {
+                *st = Some(u.generation);
             }
             made
         };
         match attempt {
-            Ok(Some(generation)) => {
+            Ok(Some(u)) => {
                 let handle = OnDevice {
                     dev: Arc::clone(dev),
-                    generation,
+                    generation: u.generation,
                     lens: lens(srs),
+                    resident: u.resident,
+                    _pinned: u.pinned,
                 };
                 return Ok(SrsPreparation::Ready {
                     srs: Arc::new(handle),
-                    bytes: srs_device_bytes(srs),
+                    bytes: u.device_bytes,
                 });
             }
             Ok(None) => return Ok(SrsPreparation::Host),
@@ -133,58 +184,142 @@ pub(crate) fn prepare(
     }
 }
 
-/// Uploads `srs` into the owner's sections (nothing else on the device);
-/// `None` when `Auto` finds it does not fit beside a partition of `size`.
+/// Uploads `srs` into the owner's sections (nothing else on the device):
+/// all of them, or with `Auto` on a card that cannot hold them all beside
+/// a partition of `size`, those that fit (`residency.rs`), the others'
+/// host pages locked for streaming. `None`: nothing fits and nothing could
+/// be locked (the points stream from pageable memory).
 fn upload(
     ctx: &mut Ctx,
     device: usize,
     srs: &SrsRef<'_>,
     placement: SrsPlacement,
     size: &WitnessSize,
-) -> Result<Option<u64>, CudaError> {
+) -> Result<Option<Uploaded>, CudaError> {
     static GENERATION: AtomicU64 = AtomicU64::new(1);
     // Free the scratch buffers, then measure the room.
     ctx.srs_free()?;
     ctx.trim()?;
-    let need = srs_device_bytes(srs);
-    if placement == SrsPlacement::Auto {
-        // Free memory within gpus.vram_limit, the pool's cache returned.
-        let (free, _) = ctx.mem_room()?;
-        let (n, aux) = (size.constraints, size.aux);
-        let scratch = ((3 * n + 2 * aux) * std::mem::size_of::<blstrs::Scalar>()) as u64;
-        if need + scratch + MSM_HEADROOM > free {
-            tracing::info!(
-                need,
-                free,
-                "SRS left on the host: it does not fit on device {device} beside a partition"
-            );
-            return Ok(None);
+    let bytes = section_bytes(srs);
+    let need: u64 = bytes.iter().sum();
+    let resident = match placement {
+        SrsPlacement::Auto => {
+            // Free memory within gpus.vram_limit, the pool's cache returned.
+            let (free, _) = ctx.mem_room()?;
+            let (n, aux) = (size.constraints as u64, size.aux as u64);
+            let fr = std::mem::size_of::<blstrs::Scalar>() as u64;
+            let scratch = (3 * n + 2 * aux) * fr;
+            if need + scratch + MSM_HEADROOM <= free {
+                [true; SECTIONS]
+            } else {
+                // A partition at the a-only tier with a, b and c evaluated
+                // on the device (two vectors and aux: the most that tier
+                // holds) and the streamed MSMs' tiles beside the sections
+                // that stay.
+                let partition = (2 * n + aux) * fr + aux / 8 + STREAM_HEADROOM;
+                let chosen = residency::choose(free.saturating_sub(partition), bytes);
+                tracing::info!(
+                    need,
+                    free,
+                    resident = %residency::names(&chosen),
+                    "the SRS does not fit on device {device} beside a partition: \
+                     the sections named stay on it, the others stream from host memory"
+                );
+                chosen
+            }
         }
-    }
+        _ => [true; SECTIONS],
+    };
     let t = std::time::Instant::now();
-    let g1 = [
-        (Section::H, srs.h),
-        (Section::L, srs.l),
-        (Section::A, srs.a),
-        (Section::BG1, srs.b_g1),
-    ];
     let result = (|| {
-        for (sec, points) in g1 {
-            ctx.srs_alloc(sec, points.len())?;
-            ctx.srs_upload_g1(sec, points)?;
+        for (i, sec) in ORDER.into_iter().enumerate() {
+            if !resident[i] {
+                continue;
+            }
+            match sec {
+                Section::BG2 => {
+                    ctx.srs_alloc(sec, srs.b_g2.len())?;
+                    ctx.srs_upload_g2(srs.b_g2)?;
+                }
+                _ => {
+                    let points = g1_section(srs, sec);
+                    ctx.srs_alloc(sec, points.len())?;
+                    ctx.srs_upload_g1(sec, points)?;
+                }
+            }
         }
-        ctx.srs_alloc(Section::BG2, srs.b_g2.len())?;
-        ctx.srs_upload_g2(srs.b_g2)
+        Ok::<(), CudaError>(())
     })();
     if let Err(e) = result {
         // Leave nothing half-uploaded behind.
         let _ = ctx.srs_free();
         return Err(e);
     }
+    let device_bytes: u64 = (0..SECTIONS)
+        .filter(|i| resident[*i])
+        .map(|i| bytes[i])
+        .sum();
+    let uploaded_ms = t.elapsed().as_millis() as u64;
+    let pinned = pin_streamed(srs, &resident);
     tracing::info!(
-        bytes = need,
-        ms = t.elapsed().as_millis() as u64,
-        "SRS uploaded to device {device}"
+        bytes = device_bytes,
+        ms = uploaded_ms,
+        resident = %residency::names(&resident),
+        pinned_bytes = pinned.iter().map(|p| p.bytes() as u64).sum::<u64>(),
+        "SRS made ready on device {device}"
     );
-    Ok(Some(GENERATION.fetch_add(1, Ordering::Relaxed)))
+    if device_bytes == 0 && pinned.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Uploaded {
+        generation: GENERATION.fetch_add(1, Ordering::Relaxed),
+        resident,
+        pinned,
+        device_bytes,
+    }))
+}
+
+/// The G1 points of `sec` (not [`Section::BG2`]).
+fn g1_section<'a>(srs: &SrsRef<'a>, sec: Section) -> &'a [blstrs::G1Affine] {
+    match sec {
+        Section::H => srs.h,
+        Section::L => srs.l,
+        Section::A => srs.a,
+        _ => srs.b_g1,
+    }
+}
+
+/// Page-locks the host memory of the sections not `resident`, once, so
+/// their tiles are copied by DMA beside the kernels. A section that cannot
+/// be locked (the driver refuses, or memory is short) streams from
+/// pageable memory through the chunk ring: slower, not wrong.
+fn pin_streamed(srs: &SrsRef<'_>, resident: &[bool; SECTIONS]) -> Vec<Pinned> {
+    let t = std::time::Instant::now();
+    let mut pinned = Vec::new();
+    for (i, sec) in ORDER.into_iter().enumerate() {
+        if resident[i] {
+            continue;
+        }
+        let locked = match sec {
+            Section::BG2 => Pinned::register(srs.b_g2),
+            _ => Pinned::register(g1_section(srs, sec)),
+        };
+        match locked {
+            Ok(Some(p)) => pinned.push(p),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(
+                section = ?sec,
+                %e,
+                "could not page-lock an SRS section's host memory: it streams from pageable memory"
+            ),
+        }
+    }
+    if !pinned.is_empty() {
+        tracing::info!(
+            bytes = pinned.iter().map(|p| p.bytes() as u64).sum::<u64>(),
+            ms = t.elapsed().as_millis() as u64,
+            "SRS sections page-locked for streaming"
+        );
+    }
+    pinned
 }

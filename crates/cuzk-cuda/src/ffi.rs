@@ -31,6 +31,7 @@ struct RawTuning {
     ntt_trace: u8,
     split_trace: u8,
     split_check: u8,
+    stream_tile_points: u64,
 }
 
 /// The signature `cuzk_cuda_h_prepare` and `cuzk_cuda_h_prepare_a_only`
@@ -62,6 +63,7 @@ impl From<&GpuTuning> for RawTuning {
             ntt_trace: u8::from(t.trace_ntt),
             split_trace: u8::from(t.trace_split),
             split_check: u8::from(t.check_split),
+            stream_tile_points: t.stream_tile_points,
         }
     }
 }
@@ -163,9 +165,14 @@ extern "C" {
         lg_n: u32,
     ) -> sppark::Error;
     fn cuzk_cuda_mem_room(ctx: *mut RawCtx, free: *mut usize, held: *mut usize) -> sppark::Error;
-    fn cuzk_cuda_set_vram_limit(ctx: *mut RawCtx, limit: usize) -> sppark::Error;
+    fn cuzk_cuda_set_vram_limit(ctx: *mut RawCtx, limit: usize, margin: usize) -> sppark::Error;
     fn cuzk_cuda_set_tuning(ctx: *mut RawCtx, tuning: *const RawTuning) -> sppark::Error;
-    fn cuzk_cuda_msm_scratch(ctx: *mut RawCtx, npoints: usize, bytes: *mut usize) -> sppark::Error;
+    fn cuzk_cuda_msm_scratch(
+        ctx: *mut RawCtx,
+        npoints: usize,
+        least: i32,
+        bytes: *mut usize,
+    ) -> sppark::Error;
     fn cuzk_cuda_span_begin(ctx: *mut RawCtx) -> sppark::Error;
     fn cuzk_cuda_span_end(
         ctx: *mut RawCtx,
@@ -181,6 +188,7 @@ extern "C" {
         zeros: *mut usize,
         ones: *mut usize,
         others: *mut usize,
+        streamed: *mut usize,
     ) -> sppark::Error;
 }
 
@@ -425,10 +433,14 @@ impl Ctx {
         check(unsafe { cuzk_cuda_span_mark(self.raw.as_ptr()) })
     }
 
-    /// `gpus.vram_limit` for this context's allocations (0: none).
-    pub(crate) fn set_vram_limit(&mut self, limit: u64) -> Result<(), CudaError> {
+    /// `gpus.vram_limit` for this context's allocations (0: none) and
+    /// `gpus.vram_safety_margin`, which the MSMs leave free when they fit
+    /// their scratch to the room there is.
+    pub(crate) fn set_vram_limit(&mut self, limit: u64, margin: u64) -> Result<(), CudaError> {
         // SAFETY: a live context.
-        check(unsafe { cuzk_cuda_set_vram_limit(self.raw.as_ptr(), limit as usize) })
+        check(unsafe {
+            cuzk_cuda_set_vram_limit(self.raw.as_ptr(), limit as usize, margin as usize)
+        })
     }
 
     /// `[gpus.tuning]` for this context's kernels and copies (worker
@@ -439,13 +451,18 @@ impl Ctx {
         check(unsafe { cuzk_cuda_set_tuning(self.raw.as_ptr(), &raw) })
     }
 
-    /// Device scratch of one MSM of `points` device points on this
-    /// context's device (the larger of G1 and G2, at the windows its tuning
-    /// gives): the MSM driver's own figure (`cuda/msm_driver.cuh`).
-    pub(crate) fn msm_scratch(&mut self, points: usize) -> Result<u64, CudaError> {
+    /// Device scratch of one MSM of `points` points on this context's
+    /// device (the larger of G1 and G2): at the windows its tuning gives
+    /// over device points (`least` false), or the least the driver fits
+    /// itself into with the points streamed from the host (`least`: what
+    /// the staging tiers count). The MSM driver's own figure
+    /// (`cuda/msm_driver.cuh`).
+    pub(crate) fn msm_scratch(&mut self, points: usize, least: bool) -> Result<u64, CudaError> {
         let mut bytes = 0usize;
         // SAFETY: a live context; one usize written.
-        check(unsafe { cuzk_cuda_msm_scratch(self.raw.as_ptr(), points, &mut bytes) })?;
+        check(unsafe {
+            cuzk_cuda_msm_scratch(self.raw.as_ptr(), points, i32::from(least), &mut bytes)
+        })?;
         Ok(bytes as u64)
     }
 
@@ -657,19 +674,22 @@ impl Ctx {
         check(unsafe { cuzk_cuda_set_chunked_copies(self.raw.as_ptr(), i32::from(on)) })
     }
 
-    /// Zeros, ones and other scalars the split MSMs saw since the last call.
-    pub(crate) fn take_shape(&mut self) -> Result<cuzk_prover::msm::MsmShape, CudaError> {
+    /// Zeros, ones and other scalars the split MSMs saw since the last
+    /// call, and the bytes of SRS points streamed from host memory.
+    pub(crate) fn take_shape(&mut self) -> Result<(cuzk_prover::msm::MsmShape, u64), CudaError> {
         let mut shape = cuzk_prover::msm::MsmShape::default();
-        // SAFETY: a live context; the three counts are written once.
+        let mut streamed = 0usize;
+        // SAFETY: a live context; the four counts are written once.
         check(unsafe {
             cuzk_cuda_take_shape(
                 self.raw.as_ptr(),
                 &mut shape.zeros,
                 &mut shape.ones,
                 &mut shape.others,
+                &mut streamed,
             )
         })?;
-        Ok(shape)
+        Ok((shape, streamed as u64))
     }
 
     /// Uploads the aux assignment (source [`Source::Aux`]).

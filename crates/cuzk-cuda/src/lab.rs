@@ -45,6 +45,16 @@ impl CudaBackend {
     }
 }
 
+/// Page-locks host points for the streamed MSMs' copies, as the backend
+/// does with the SRS sections it streams; unlocked when the lock is
+/// dropped (before the points are freed). `None` for no points.
+pub fn page_lock<T>(points: &[T]) -> Result<Option<HostLock>, CudaError> {
+    Ok(crate::pinned::Pinned::register(points)?.map(HostLock))
+}
+
+/// Host pages locked by [`page_lock`].
+pub struct HostLock(#[allow(dead_code)] crate::pinned::Pinned);
+
 /// The device lock, held (see [`CudaBackend::hold_device`]).
 pub struct DeviceHeld<'a>(#[allow(dead_code)] UrgentGuard<'a, Ctx>);
 
@@ -68,9 +78,17 @@ impl StageContext<'_> {
     }
 
     /// The MSM driver's device scratch for one MSM of `points` points (the
-    /// larger of G1 and G2, at the configured windows).
-    pub fn msm_scratch(&mut self, points: usize) -> Result<u64, CudaError> {
-        self.ctx.msm_scratch(points)
+    /// larger of G1 and G2): at the configured windows over device points,
+    /// or the least it fits itself into with the points streamed (`least`,
+    /// what the staging tiers count).
+    pub fn msm_scratch(&mut self, points: usize, least: bool) -> Result<u64, CudaError> {
+        self.ctx.msm_scratch(points, least)
+    }
+
+    /// `gpus.vram_limit` and the margin for this owner context (the bench's
+    /// small-card runs; the backend sets them with `with_memory`).
+    pub fn set_vram_limit(&mut self, limit: u64, margin: u64) -> Result<(), CudaError> {
+        self.ctx.set_vram_limit(limit, margin)
     }
 
     /// Uploads a, b, c (zero-padded to 2^lg_n).
@@ -82,6 +100,19 @@ impl StageContext<'_> {
         lg_n: u32,
     ) -> Result<(), CudaError> {
         self.ctx.upload_abc(a, b, c, lg_n)
+    }
+
+    /// The a-only staging tier of [`StageContext::h_prepare`]: a on the
+    /// device, b and c through a second vector returned before the H MSM.
+    pub fn h_prepare_a_only(
+        &mut self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+        lg_n: u32,
+    ) -> Result<(), CudaError> {
+        let z_inv = z_inverse(lg_n)?;
+        self.ctx.h_prepare_a_only(a, b, c, lg_n, &z_inv)
     }
 
     /// Upload and H together, as the backend does: the copies of a, b, c
@@ -145,8 +176,9 @@ impl StageContext<'_> {
         self.ctx.set_split01(on)
     }
 
-    /// Zeros, ones and other scalars the split MSMs saw since the last call.
-    pub fn take_shape(&mut self) -> Result<cuzk_prover::msm::MsmShape, CudaError> {
+    /// Zeros, ones and other scalars the split MSMs saw since the last
+    /// call, and the bytes of SRS points streamed from host memory.
+    pub fn take_shape(&mut self) -> Result<(cuzk_prover::msm::MsmShape, u64), CudaError> {
         self.ctx.take_shape()
     }
 
@@ -155,7 +187,7 @@ impl StageContext<'_> {
         self.ctx.srs_free()
     }
 
-    /// G1 MSM of `source` against host points (streamed by sppark).
+    /// G1 MSM of `source` against host points (streamed in tiles).
     pub fn msm_g1(
         &mut self,
         source: Source,
@@ -164,7 +196,7 @@ impl StageContext<'_> {
         self.ctx.msm_g1(source, points)
     }
 
-    /// G2 MSM of `source` against host points (streamed by sppark).
+    /// G2 MSM of `source` against host points (streamed in tiles).
     pub fn msm_g2(
         &mut self,
         source: Source,

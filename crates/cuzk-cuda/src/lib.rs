@@ -2,7 +2,9 @@
 //! on sppark, whose proofs are byte-identical to the CPU backend's; and
 //! everything in cuzk that depends on a GPU: `[gpus]` of the config file
 //! ([`config`]), the staging tiers and their memory rule ([`staging`]),
-//! the SRS on the device (`device_srs.rs`), the device contexts and their
+//! the SRS on the device (`device_srs.rs`; on a small card the sections
+//! that fit, [`residency`], the others streamed from page-locked host
+//! memory, `pinned.rs`), the device contexts and their
 //! lock (`device.rs`), the backend's metrics ([`metrics`]).
 //!
 //! Per partition the GPU computes the H polynomial (sppark's NTT plus our
@@ -30,11 +32,16 @@ mod device;
 mod device_srs;
 #[cfg(feature = "cuda")]
 mod ffi;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod host_pick;
 #[cfg(all(feature = "cuda", feature = "lab"))]
 pub mod lab;
 #[cfg(feature = "cuda")]
 mod matrices;
 pub mod metrics;
+#[cfg(feature = "cuda")]
+mod pinned;
+pub mod residency;
 pub mod staging;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod urgent_lock;

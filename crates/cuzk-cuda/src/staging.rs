@@ -5,10 +5,12 @@
 //! device memory (after the stream-ordered pool has returned its cache, and
 //! within `gpus.vram_limit`) plus what its own scratch buffers hold, keeps
 //! `gpus.vram_safety_margin` aside, and takes the first tier that fits.
-//! The MSM scratch in a tier's need is the MSM driver's own figure for the
-//! device and the configured windows (`Ctx::msm_scratch`, from
-//! `cuda/msm_driver.cuh`): the window rule and the scratch bound are
-//! written once, in the CUDA code. The tiers:
+//! The MSM scratch in a tier's need is the least the MSM driver can run
+//! with (`Ctx::msm_scratch` with `least`, from `cuda/msm_driver.cuh`:
+//! narrow windows, many batches, streamed tiles): every MSM fits itself to
+//! the room it finds, faster with more, so a tier is refused only when
+//! not even that fits. The window rule and the scratch bound are written
+//! once, in the CUDA code. The tiers:
 //!
 //! - [`StagingTier::All`]: a, b and c on the device at once (the fastest;
 //!   the a|b|c buffer is kept for the next partition);

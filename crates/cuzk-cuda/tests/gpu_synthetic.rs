@@ -74,11 +74,11 @@ fn check(gpu: &CudaBackend, tier: &DeviceTier, log: u32, count: usize) {
     common::print_stats(&format!("{label} gpu again"), &stats, t.elapsed());
     let bytes: Vec<_> = proofs.iter().map(|p| p.to_bytes()).collect();
     assert!(bytes == expected, "{label}: the second GPU proof differs");
-    // With the SRS resident the witness MSMs of 2^17 points or more take the
-    // 0/1 split (zeros dropped, ones batch-added, Pippenger over the rest):
-    // it must have seen all three kinds of scalar, and every aux scalar of
-    // L at least once.
-    if gpu.placement() != SrsPlacement::Never && n / 2 >= cuzk_cuda::SPLIT01_MIN_POINTS {
+    // The witness MSMs of 2^17 points or more take the 0/1 split (zeros
+    // dropped, ones batch-added, Pippenger over the rest), on device points
+    // and on streamed ones alike: it must have seen all three kinds of
+    // scalar, and every aux scalar of L at least once.
+    if n / 2 >= cuzk_cuda::SPLIT01_MIN_POINTS {
         let sh = stats.shape;
         assert!(
             sh.zeros > 0 && sh.ones > 0 && sh.others > 0,
@@ -112,6 +112,101 @@ fn synthetic_circuits_equal_cpu_proofs() {
     let tier = DeviceTier::new();
     check(&streamed, &tier, 16, 1);
     check(&streamed, &tier, 20, 1);
+    // Streamed in small tiles: every MSM (H's batches, the split's tiles)
+    // crosses many tile boundaries, with both tiles refilled many times.
+    for tile in [4096u64, 1 << 15] {
+        let tuning = cuzk_cuda::GpuTuning {
+            stream_tile_points: tile,
+            ..Default::default()
+        };
+        let tiled = streamed.clone().with_tuning(&tuning).expect("tuning");
+        eprintln!("streamed in tiles of {tile} points");
+        check(&tiled, &tier, 16, 1);
+        check(&tiled, &tier, 20, 1);
+    }
+    streamed
+        .with_tuning(&cuzk_cuda::GpuTuning::default())
+        .expect("tuning back");
+}
+
+/// A card too small for the whole SRS beside a partition keeps the
+/// sections that fit (the witness sections first) and streams the others
+/// from page-locked host memory: the proofs are the CPU backend's.
+#[test]
+fn a_partly_resident_srs_gives_the_cpu_proofs() {
+    use cuzk_prover::{SrsPreparation, WitnessSize};
+    let Some(gpu) = common::gpu() else { return };
+    let log = 16;
+    let mut rng = ChaCha8Rng::seed_from_u64(1616);
+    let (srs, _) = cuzk_setup::generate(Chain::for_log(log, None), &mut rng).expect("parameters");
+    let srs = srs.as_srs_ref();
+    let w = synthesize(Chain::for_log(log, Some(Scalar::random(&mut rng))))
+        .expect("synthesis")
+        .witness;
+    let size = WitnessSize {
+        constraints: w.num_constraints(),
+        inputs: w.input.len(),
+        aux: w.aux.len(),
+    };
+    let r = [Scalar::random(&mut rng)];
+    let s = [Scalar::random(&mut rng)];
+    let (cpu, _) = CpuBackend
+        .prove(&mut [w.clone()], &srs, &r, &s)
+        .expect("CPU proof");
+    // Room for a partition at the a-only tier (two vectors and aux), the
+    // streaming headroom (3 GiB) and one of the
+    // two largest witness sections (L's or A's points, which differ by the
+    // inputs), not for the whole SRS: that one stays, the rest streams.
+    gpu.release_buffers().expect("release");
+    let (free, total) = gpu.memory().expect("memory");
+    let n = size.constraints.next_power_of_two() as u64;
+    let partition = (2 * n + size.aux as u64) * 32 + size.aux as u64 / 8 + (3 << 30);
+    let (l_bytes, a_bytes) = (srs.l.len() as u64 * 96, srs.a.len() as u64 * 96);
+    let limit = total - free + partition + l_bytes.max(a_bytes) + (1 << 20);
+    // The limit applies to the device: lifted when this test ends, also
+    // when it fails.
+    struct Lift(CudaBackend);
+    impl Drop for Lift {
+        fn drop(&mut self) {
+            let _ = self
+                .0
+                .clone()
+                .with_memory(None, cuzk_cuda::DEFAULT_VRAM_MARGIN);
+        }
+    }
+    let _lift = Lift(gpu.clone());
+    let limited = gpu
+        .clone()
+        .with_memory(Some(limit), cuzk_cuda::DEFAULT_VRAM_MARGIN)
+        .expect("vram_limit");
+    let handle = match limited.prepare_srs(&srs, &size).expect("prepare") {
+        SrsPreparation::Ready { srs, bytes } => {
+            assert!(
+                bytes == l_bytes || bytes == a_bytes,
+                "one witness section on the device: {bytes} bytes (l {l_bytes}, a {a_bytes})"
+            );
+            srs
+        }
+        _ => panic!("a partly resident SRS is ready"),
+    };
+    let mut ws = [w];
+    let on = srs.on_device(&handle);
+    let (gpu_proofs, stats) = limited
+        .prove(&mut ws, &on, &r, &s)
+        .expect("GPU proof, partly resident");
+    common::print_stats("partly resident 2^16", &stats, std::time::Duration::ZERO);
+    // H, B_G1, B_G2 and one of L and A (their aux parts) come from the
+    // host.
+    let streamed: u64 = (srs.h.len() + srs.l.len().max(srs.a.len()) + srs.b_g1.len()) as u64 * 96
+        + srs.b_g2.len() as u64 * 192;
+    assert!(stats.streamed_bytes > 0, "sections were streamed");
+    assert!(
+        stats.streamed_bytes <= streamed,
+        "{} bytes streamed, at most {streamed}",
+        stats.streamed_bytes
+    );
+    assert_eq!(gpu_proofs[0].to_bytes(), cpu[0].to_bytes());
+    drop(handle);
 }
 
 /// A device holds one prepared SRS: another is `Occupied` (said without
@@ -297,7 +392,7 @@ fn staging_tiers_fall_back_and_give_the_same_proof() {
     // The MSM driver's own scratch figure, as the backend sizes tiers.
     let temp = gpu
         .stages()
-        .and_then(|mut st| st.msm_scratch(n.max(aux)))
+        .and_then(|mut st| st.msm_scratch(n.max(aux), true))
         .expect("MSM scratch");
     let limit = total - free + StagingTier::AOnly.need(n, aux, temp) + margin;
     assert!(StagingTier::All.need(n, aux, temp) > StagingTier::AOnly.need(n, aux, temp));

@@ -56,6 +56,29 @@ pub struct Opts {
     /// `--workers` runs: threads copying each partition's a, b, c (0: one
     /// per core).
     pub feed_threads: usize,
+    /// `gpus.vram_limit` for the stage-by-stage runs (a small card on a
+    /// large one): H at the a-only tier, its vector freed before the L/A/B
+    /// stage, every MSM fitted to what is left, as the backend does.
+    pub vram_limit: Option<u64>,
+    /// With the SRS streamed: these sections (h, l, a, b_g1, b_g2) are
+    /// uploaded and stay on the device, as the backend keeps the sections
+    /// that fit a small card.
+    pub resident_sections: Vec<String>,
+}
+
+/// The sections named in `--resident-sections`, in the order h, l, a,
+/// b_g1, b_g2.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub fn parse_sections(names: &[String]) -> Result<[bool; 5]> {
+    const NAMES: [&str; 5] = ["h", "l", "a", "b_g1", "b_g2"];
+    let mut on = [false; 5];
+    for n in names {
+        match NAMES.iter().position(|x| x == n) {
+            Some(i) => on[i] = true,
+            None => bail!("--resident-sections: unknown section {n:?} (h, l, a, b_g1, b_g2)"),
+        }
+    }
+    Ok(on)
 }
 
 /// Parses `A..B` (inclusive) or `A`.
@@ -150,7 +173,7 @@ pub(crate) mod imp {
     use cuzk_cuda::{CudaBackend, Source};
     use cuzk_prover::backend::SrsRef;
     use cuzk_prover::density::Density;
-    use cuzk_prover::msm::{msm, G1, G2};
+    use cuzk_prover::msm::{msm, MsmShape, G1, G2};
     use cuzk_prover::proof::{assemble, MsmResults};
     use cuzk_prover::srs::Section;
     use ff::Field;
@@ -405,15 +428,43 @@ pub(crate) mod imp {
         );
         let mut results = Vec::new();
         let mut st = gpu.stages()?;
+        let limit = opts.vram_limit.unwrap_or(0);
+        st.set_vram_limit(limit, cuzk_cuda::DEFAULT_VRAM_MARGIN)?;
+        let keep = super::parse_sections(&opts.resident_sections)?;
         if let Some(h) = &host {
             st.srs_free()?;
-            let proofs = series(&mut st, &inp, Some(h), partitions, "streamed")?;
-            results.push(("streamed", proofs));
+            // Page-locked once, as the backend does with the sections it
+            // streams (the G1 sections alias one buffer).
+            let t = Instant::now();
+            let locks = (
+                cuzk_cuda::lab::page_lock(&h.g1)?,
+                cuzk_cuda::lab::page_lock(&h.g2)?,
+            );
+            println!(
+                "gpu_bench_page_lock log_domain={lg_n} bytes={} ms={:.1}",
+                h.g1.len() as u64 * G1B + h.g2.len() as u64 * G2B,
+                ms(t)
+            );
+            make_resident(&mut st, &inp, Some(h), keep)?;
+            let label = if keep.contains(&true) {
+                "partial"
+            } else {
+                "streamed"
+            };
+            let run = Run {
+                host: Some(h),
+                keep,
+                limited: limit != 0,
+            };
+            let (proofs, _) = series(&mut st, &inp, &run, partitions, label)?;
+            st.srs_free()?;
+            drop(locks);
+            results.push((label, proofs));
         }
         if mode != SrsMode::Streamed {
             st.release_buffers()?;
             let t = Instant::now();
-            let how = make_resident(&mut st, &inp, host.as_ref())?;
+            let how = make_resident(&mut st, &inp, host.as_ref(), [true; 5])?;
             let setup = ms(t);
             let bytes = srs_bytes(&inp);
             println!(
@@ -430,8 +481,12 @@ pub(crate) mod imp {
             for &split in splits {
                 st.set_split01(split)?;
                 let label = if split { "resident" } else { "resident_plain" };
-                let proofs = series(&mut st, &inp, None, partitions, label)?;
-                let shape = st.take_shape()?;
+                let run = Run {
+                    host: None,
+                    keep: [true; 5],
+                    limited: limit != 0,
+                };
+                let (proofs, shape) = series(&mut st, &inp, &run, partitions, label)?;
                 if split {
                     println!(
                         "gpu_bench_split01 log_domain={lg_n} zeros={} ones={} others={}",
@@ -453,6 +508,7 @@ pub(crate) mod imp {
             }
         }
         st.release_buffers()?;
+        st.set_vram_limit(0, cuzk_cuda::DEFAULT_VRAM_MARGIN)?;
         if let [(_, x), (_, y)] = results.as_slice() {
             println!(
                 "gpu_bench_check log_domain={lg_n} resident_equals_streamed={}",
@@ -462,15 +518,26 @@ pub(crate) mod imp {
         Ok(())
     }
 
+    /// How one series proves: the host SRS its streamed sections come
+    /// from, the sections kept on the device (h, l, a, b_g1, b_g2), and
+    /// whether the card is limited (H at the a-only tier).
+    struct Run<'a> {
+        host: Option<&'a HostSrs>,
+        keep: [bool; 5],
+        limited: bool,
+    }
+
     fn srs_bytes(inp: &Input) -> u64 {
         (inp.n() - 1 + inp.aux.len() + inp.a_len() + inp.b_len()) as u64 * G1B
             + inp.b_len() as u64 * G2B
     }
 
+    /// Puts the sections of `keep` (h, l, a, b_g1, b_g2) on the device.
     fn make_resident(
         st: &mut StageContext<'_>,
         inp: &Input,
         host: Option<&HostSrs>,
+        keep: [bool; 5],
     ) -> Result<&'static str> {
         let lens = [
             (Section::H, inp.n() - 1),
@@ -478,17 +545,22 @@ pub(crate) mod imp {
             (Section::A, inp.a_len()),
             (Section::BG1, inp.b_len()),
         ];
-        for (sec, len) in lens {
+        for (i, (sec, len)) in lens.into_iter().enumerate() {
+            if !keep[i] {
+                continue;
+            }
             st.srs_alloc(sec, len)?;
             match host {
                 Some(h) => st.srs_upload_g1(sec, &h.g1[..len])?,
                 None => st.srs_tile_g1(sec, &inp.g1)?,
             }
         }
-        st.srs_alloc(Section::BG2, inp.b_len())?;
-        match host {
-            Some(h) => st.srs_upload_g2(&h.g2[..inp.b_len()])?,
-            None => st.srs_tile_g2(&inp.g2)?,
+        if keep[4] {
+            st.srs_alloc(Section::BG2, inp.b_len())?;
+            match host {
+                Some(h) => st.srs_upload_g2(&h.g2[..inp.b_len()])?,
+                None => st.srs_tile_g2(&inp.g2)?,
+            }
         }
         Ok(if host.is_some() {
             "uploaded_from_host"
@@ -501,28 +573,37 @@ pub(crate) mod imp {
     fn series(
         st: &mut StageContext<'_>,
         inp: &Input,
-        host: Option<&HostSrs>,
+        run: &Run<'_>,
         partitions: usize,
         label: &str,
-    ) -> Result<Vec<[u8; 192]>> {
+    ) -> Result<(Vec<[u8; 192]>, MsmShape)> {
         let mut totals = Vec::new();
         let mut proofs = Vec::new();
+        let mut shapes = MsmShape::default();
         for p in 0..partitions {
-            let (stages, bytes, proof) = partition(st, inp, host)
+            let (stages, bytes, streamed, proof, shape) = partition(st, inp, run)
                 .with_context(|| format!("2^{} {label} partition {p}", inp.lg_n))?;
             let total: f64 = stages.iter().map(|(_, v)| v).sum();
             let line: Vec<String> = stages
                 .iter()
                 .map(|(k, v)| format!("{k}_ms={v:.1}"))
                 .collect();
+            let msm_ms: f64 = stages
+                .iter()
+                .filter(|(k, _)| k.starts_with("msm_"))
+                .map(|(_, v)| v)
+                .sum();
             println!(
-                "gpu_bench log_domain={} srs={label} partition={p} {}{} total_ms={total:.1} h2d_bytes={bytes}",
+                "gpu_bench log_domain={} srs={label} partition={p} {}{} msms_ms={msm_ms:.1} total_ms={total:.1} \
+                 h2d_bytes={bytes} srs_streamed_bytes={streamed} srs_streamed_gb_per_msm_s={:.2}",
                 inp.lg_n,
                 line.join(" "),
                 gpu_field(gpu_ms(&stages)),
+                streamed as f64 / msm_ms.max(1e-3) / 1e6,
             );
             totals.push(stages);
             proofs.push(proof);
+            shapes += shape;
         }
         let rest = if totals.len() > 1 {
             &totals[1..]
@@ -550,7 +631,7 @@ pub(crate) mod imp {
             line.join(" "),
             gpu_field(gpu),
         );
-        Ok(proofs)
+        Ok((proofs, shapes))
     }
 
     type Stages = Vec<(&'static str, f64)>;
@@ -558,16 +639,25 @@ pub(crate) mod imp {
     fn partition(
         st: &mut StageContext<'_>,
         inp: &Input,
-        host: Option<&HostSrs>,
-    ) -> Result<(Stages, u64, [u8; 192])> {
+        run: &Run<'_>,
+    ) -> Result<(Stages, u64, u64, [u8; 192], MsmShape)> {
         let mut s: Stages = Vec::new();
         let n = inp.n();
         let aux_n = inp.aux.len() as u64;
         let words = aux_n.div_ceil(64);
         // a/b/c, aux, two density bitmaps (words + prefix offsets).
-        let mut bytes = 3 * n as u64 * FR + aux_n * FR + 2 * words * 12;
+        let bytes = 3 * n as u64 * FR + aux_n * FR + 2 * words * 12;
+        // The sections streamed, and from where.
+        let host = |i: usize| run.host.filter(|_| !run.keep[i]);
 
-        if inp.overlap {
+        if run.limited {
+            // A small card: the a-only tier, as the backend takes it, the
+            // last partition's buffers freed first.
+            st.release_buffers()?;
+            let t = Instant::now();
+            st.h_prepare_a_only(&inp.a, &inp.b, &inp.c, inp.lg_n)?;
+            s.push(("upload_abc_ntt_h_a_only", ms(t)));
+        } else if inp.overlap {
             let t = Instant::now();
             st.h_prepare(&inp.a, &inp.b, &inp.c, inp.lg_n)?;
             s.push(("upload_abc_ntt_h_overlapped", ms(t)));
@@ -581,17 +671,21 @@ pub(crate) mod imp {
         }
 
         let t = Instant::now();
-        let h = match host {
+        let h = match host(0) {
             Some(hs) => st.msm_g1(Source::H, &hs.g1[..n - 1])?,
             None => st.msm_g1_resident(Source::H, Section::H, 0, n - 1)?,
         };
         s.push(("msm_h", ms(t)));
+        if run.limited {
+            // H's vector goes before aux, as below the top tier.
+            st.release_buffers()?;
+        }
 
         let t = Instant::now();
         st.upload_aux(&inp.aux)?;
         s.push(("upload_aux", ms(t)));
         let t = Instant::now();
-        let l = match host {
+        let l = match host(1) {
             Some(hs) => st.msm_g1(Source::Aux, &hs.g1[..inp.aux.len()])?,
             None => st.msm_g1_resident(Source::Aux, Section::L, 0, inp.aux.len())?,
         };
@@ -599,7 +693,7 @@ pub(crate) mod imp {
 
         let t = Instant::now();
         let na = st.pick(&inp.a_aux)?;
-        let a_aux = match host {
+        let a_aux = match host(2) {
             Some(hs) => st.msm_g1(Source::Picked, &hs.g1[INPUTS..INPUTS + na])?,
             None => st.msm_g1_resident(Source::Picked, Section::A, INPUTS, na)?,
         };
@@ -608,21 +702,19 @@ pub(crate) mod imp {
         let t = Instant::now();
         let bi = inp.b_input.count();
         let nb = st.pick(&inp.b_aux)?;
-        let b1_aux = match host {
+        let b1_aux = match host(3) {
             Some(hs) => st.msm_g1(Source::Picked, &hs.g1[bi..bi + nb])?,
             None => st.msm_g1_resident(Source::Picked, Section::BG1, bi, nb)?,
         };
         s.push(("msm_b_g1", ms(t)));
 
         let t = Instant::now();
-        let b2_aux = match host {
+        let b2_aux = match host(4) {
             Some(hs) => st.msm_g2(Source::Picked, &hs.g2[bi..bi + nb])?,
             None => st.msm_g2_resident(Source::Picked, bi, nb)?,
         };
         s.push(("msm_b_g2", ms(t)));
-        if host.is_some() {
-            bytes += (n as u64 - 1 + aux_n + (na + nb) as u64) * G1B + nb as u64 * G2B;
-        }
+        let (shape, streamed) = st.take_shape()?;
 
         // Input MSMs on the CPU (the first points of each section) and the
         // assembly, as the backend does.
@@ -642,7 +734,7 @@ pub(crate) mod imp {
         let srs = inp.vk_ref();
         let proof = assemble(&srs, &m, Scalar::from(3u64), Scalar::from(5u64))?;
         s.push(("inputs_assembly", ms(t)));
-        Ok((s, bytes, proof.to_bytes()))
+        Ok((s, bytes + streamed, streamed, proof.to_bytes(), shape))
     }
 }
 
@@ -668,6 +760,17 @@ mod tests {
     }
 
     #[test]
+    fn resident_sections_parse() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(super::parse_sections(&[]).ok(), Some([false; 5]));
+        assert_eq!(
+            super::parse_sections(&names(&["l", "b_g2"])).ok(),
+            Some([false, true, false, false, true])
+        );
+        assert!(super::parse_sections(&names(&["g"])).is_err());
+    }
+
+    #[test]
     fn log_domain_ranges() {
         assert_eq!(parse_range("24"), Ok((24, 24)));
         assert_eq!(parse_range("20..27"), Ok((20, 27)));
@@ -688,6 +791,8 @@ mod tests {
             overlap: false,
             split01: super::Split01::Both,
             feed_threads: 0,
+            vram_limit: None,
+            resident_sections: Vec::new(),
         };
         let e = super::run((20, 20), opts, &[]).expect_err("no CUDA backend is built");
         assert!(e.to_string().contains("--features cuda"), "{e}");

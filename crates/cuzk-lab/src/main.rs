@@ -204,6 +204,14 @@ enum Command {
         /// that many workers, fed from one queue (default: `--device`).
         #[arg(long, value_delimiter = ',')]
         devices: Vec<usize>,
+        /// `gpus.vram_limit` for the stage-by-stage runs (e.g. 16GiB): the
+        /// a-only tier, and every MSM fitted to the room left.
+        #[arg(long)]
+        vram_limit: Option<bytesize::ByteSize>,
+        /// With `--srs streamed`: these sections stay on the device
+        /// (comma-separated among h, l, a, b_g1, b_g2), the rest stream.
+        #[arg(long, value_delimiter = ',')]
+        resident_sections: Vec<String>,
     },
     /// Several GPU workers on one device under a VRAM limit: synthetic
     /// chain partitions plus the four 2 KiB kinds, each proof compared with
@@ -344,6 +352,8 @@ fn main() -> Result<()> {
             workers,
             feed_threads,
             devices,
+            vram_limit,
+            resident_sections,
         } => gpu_bench::run(
             log_domain,
             gpu_bench::Opts {
@@ -354,6 +364,8 @@ fn main() -> Result<()> {
                 overlap,
                 split01,
                 feed_threads,
+                vram_limit: vram_limit.map(|b| b.as_u64()),
+                resident_sections,
             },
             &workers,
         ),

@@ -139,6 +139,9 @@ pub struct ProveStats {
     pub assembly: Duration,
     /// How the L, A and B scalars split into zeros, ones and others.
     pub shape: MsmShape,
+    /// Bytes of SRS points copied from host memory to a device (a GPU
+    /// backend streaming sections it does not keep there).
+    pub streamed_bytes: u64,
 }
 
 impl ProveStats {

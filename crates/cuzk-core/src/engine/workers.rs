@@ -652,7 +652,20 @@ fn prove(
         .budget(inner.parts.budget.used(), inner.parts.budget.limit());
     job.run().compute += took;
     inner.metrics.partition_stage(job.kind, "prove", took);
-    info!(target: "partition", job_id = %job.id, partition = k, ms = took.as_millis() as u64, "prove end");
+    // SRS bytes the backend copied from host memory for this partition
+    // (a GPU streaming the sections it does not keep).
+    let streamed = match &proved {
+        Ok(Ok((_, stats))) => stats.streamed_bytes,
+        _ => 0,
+    };
+    info!(
+        target: "partition",
+        job_id = %job.id,
+        partition = k,
+        ms = took.as_millis() as u64,
+        srs_streamed_bytes = streamed,
+        "prove end"
+    );
     match proved {
         Ok(Ok((proofs, _))) => match proofs.first() {
             Some(p) => Step::Done(p.to_bytes().to_vec()),

@@ -122,17 +122,18 @@ fn partition(
         Some(m) if w.abc_deferred() => Some(dev.matrices.get(ctx, &**m)?),
         _ => None,
     };
-    // The points on the device when the engine prepared them there for
-    // this backend; the handle keeps them there until this call returns.
+    // The sections on the device when the engine prepared them there for
+    // this backend (the others stream); the handle keeps them there until
+    // this call returns.
     let res = match srs.device.map(|d| d.downcast_ref::<OnDevice>()) {
-        None => false,
-        Some(Some(d)) if d.serves(&backend.dev, srs) => true,
+        None => Resident::none(),
+        Some(Some(d)) if d.serves(&backend.dev, srs) => Resident::of(d),
         Some(_) => {
             tracing::warn!(
                 device = backend.device,
                 "the SRS prepared for another device or circuit; streaming its points"
             );
-            false
+            Resident::none()
         }
     };
     // One deadline for every wait for device memory of this partition.
@@ -172,7 +173,8 @@ fn partition(
         match msm_stage(ctx, backend, w, srs, res, host_pick, region.take(), stats) {
             Ok(m) => return Ok(MsmResults { h, ..m }),
             Err(CudaError::OutOfMemory(why)) => {
-                let _ = ctx.take_shape()?;
+                let (_, streamed) = ctx.take_shape()?;
+                stats.streamed_bytes += streamed;
                 ctx.trim()?;
                 tracing::warn!(%why, "GPU MSM stage out of device memory; waiting to run it again");
                 wait.or_fail(why)?;
@@ -192,7 +194,7 @@ fn msm_stage(
     backend: &CudaBackend,
     w: &PartitionWitness,
     srs: &SrsRef<'_>,
-    res: bool,
+    res: Resident,
     host_pick: Option<&[Scalar]>,
     held: Option<KernelRegion<'_>>,
     stats: &mut ProveStats,
@@ -213,7 +215,7 @@ fn msm_stage(
     };
     let l = if srs.l.len() < GPU_MIN_POINTS {
         msm::<G1>(srs.l, &w.aux, None).0
-    } else if res {
+    } else if res.l {
         ctx.msm_g1_resident(Source::Aux, Section::L, 0, srs.l.len())?
     } else {
         ctx.msm_g1(Source::Aux, srs.l)?
@@ -224,7 +226,7 @@ fn msm_stage(
     let t = Instant::now();
     let ni = w.input.len();
     let (a_in, _) = msm::<G1>(&srs.a[..ni], &w.input, None);
-    let a_aux = if res && srs.a.len() - ni >= GPU_MIN_POINTS {
+    let a_aux = if res.a && srs.a.len() - ni >= GPU_MIN_POINTS {
         let src = picked(ctx, &w.a_aux_density, srs.a.len() - ni, host_pick)?;
         ctx.msm_g1_resident(src, Section::A, ni, srs.a.len() - ni)?
     } else {
@@ -240,7 +242,7 @@ fn msm_stage(
     let mut b_src = Source::Picked;
     let b1_aux = if b_on_gpu {
         b_src = picked(ctx, &w.b_aux_density, srs.b_g1.len() - bi, host_pick)?;
-        if res {
+        if res.b_g1 {
             ctx.msm_g1_resident(b_src, Section::BG1, bi, srs.b_g1.len() - bi)?
         } else {
             ctx.msm_g1(b_src, &srs.b_g1[bi..])?
@@ -254,7 +256,7 @@ fn msm_stage(
     // B_G2 over the scalars picked for B_G1's aux part.
     let t = Instant::now();
     let (b2_in, _) = msm::<G2>(&srs.b_g2[..bi], &w.input, Some(&w.b_input_density));
-    let b2_aux = if b_on_gpu && res {
+    let b2_aux = if b_on_gpu && res.b_g2 {
         ctx.msm_g2_resident(b_src, bi, srs.b_g2.len() - bi)?
     } else if b_on_gpu {
         ctx.msm_g2(b_src, &srs.b_g2[bi..])?
@@ -262,7 +264,9 @@ fn msm_stage(
         msm::<G2>(&srs.b_g2[bi..], &w.aux, Some(&w.b_aux_density)).0
     };
     stats.msm_b_g2 += t.elapsed();
-    stats.shape += ctx.take_shape()?;
+    let (shape, streamed) = ctx.take_shape()?;
+    stats.shape += shape;
+    stats.streamed_bytes += streamed;
     drop(kernels);
 
     Ok(MsmResults {
@@ -291,7 +295,9 @@ fn h_stage<'d>(
     let (n, aux, on_dev) = (at.n, w.aux.len(), at.mats.is_some());
     let lowest = StagingTier::lowest(on_dev);
     // The MSM driver's scratch for this partition's largest MSM.
-    let temp = ctx.msm_scratch(n.max(aux))?;
+    // The least the MSM driver's scratch for this partition's largest MSM
+    // can be (it fits itself to the room there is, faster with more).
+    let temp = ctx.msm_scratch(n.max(aux), true)?;
     // Set once H is computed on the host (tier none): a then holds H's
     // coefficients, so every later attempt stays at that tier.
     let mut h_on_host = false;
@@ -375,8 +381,14 @@ fn h_at<'d>(
     at: &Stage<'_>,
     stats: &mut ProveStats,
 ) -> Result<(G1Projective, Option<KernelRegion<'d>>), CudaError> {
-    let (resident, n, lg_n) = (at.resident, at.n, at.lg_n);
+    let (resident, n, lg_n) = (at.resident.h, at.n, at.lg_n);
     let t = Instant::now();
+    if tier != StagingTier::All {
+        // The buffers kept from the last partition (aux, the split's
+        // gathered points) were counted as room: free them, or the
+        // a-only tier's vectors do not fit beside them on a small card.
+        ctx.trim()?;
+    }
     // Page-locking a source per copy stalls other workers' kernel launches
     // (docs/PERF.md): with several workers, copy through pinned chunks.
     ctx.set_chunked_copies(dev.workers_made() > 1)?;
@@ -415,10 +427,43 @@ fn h_at<'d>(
     Ok((h, keep.then_some(kernels)))
 }
 
+/// Which SRS sections are on the device for this partition (the others
+/// are streamed from host memory).
+#[derive(Clone, Copy)]
+struct Resident {
+    h: bool,
+    l: bool,
+    a: bool,
+    b_g1: bool,
+    b_g2: bool,
+}
+
+impl Resident {
+    fn none() -> Resident {
+        Resident {
+            h: false,
+            l: false,
+            a: false,
+            b_g1: false,
+            b_g2: false,
+        }
+    }
+
+    fn of(d: &OnDevice) -> Resident {
+        Resident {
+            h: d.resident(Section::H),
+            l: d.resident(Section::L),
+            a: d.resident(Section::A),
+            b_g1: d.resident(Section::BG1),
+            b_g2: d.resident(Section::BG2),
+        }
+    }
+}
+
 /// What [`h_stage`] works with besides the witness.
 struct Stage<'a> {
-    /// The SRS is on the device.
-    resident: bool,
+    /// The SRS sections on the device.
+    resident: Resident,
     /// a, b and c are evaluated from these matrices on the device.
     mats: Option<&'a DeviceMatrices>,
     n: usize,
@@ -539,11 +584,7 @@ fn picked(
                     aux.len()
                 )));
             }
-            let chosen: Vec<Scalar> = aux
-                .iter()
-                .zip(density.iter())
-                .filter_map(|(s, set)| set.then_some(*s))
-                .collect();
+            let chosen = crate::host_pick::pick(aux, density);
             ctx.upload_aux(&chosen)?;
             (chosen.len(), Source::Aux)
         }
