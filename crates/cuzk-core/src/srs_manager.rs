@@ -330,6 +330,18 @@ pub struct SrsManager {
     device: DeviceTier,
 }
 
+impl Drop for SrsManager {
+    /// The device copies go before the points they were made from (a
+    /// backend may have page-locked the host copy, which must be unlocked
+    /// before it is freed).
+    fn drop(&mut self) {
+        let ids: Vec<String> = self.lock().keys().cloned().collect();
+        for id in ids {
+            self.device.forget(&id);
+        }
+    }
+}
+
 impl SrsManager {
     pub fn new(
         loader: Arc<dyn SrsLoader>,
@@ -560,6 +572,10 @@ impl SrsManager {
             .collect();
         idle.sort();
         let mut freed = 0;
+        // The points stay allocated until their device copies are gone (a
+        // backend may have page-locked them); the budget's charge goes at
+        // once.
+        let mut points = Vec::new();
         for (_, id) in idle {
             if self.budget.used() + bytes <= limit {
                 break;
@@ -567,18 +583,21 @@ impl SrsManager {
             let Some(e) = entries.get_mut(&id) else {
                 continue;
             };
-            if let Some(hot) = e.hot.take() {
+            if let Some(Hot { data, _charge }) = e.hot.take() {
                 gone.push(id.clone());
-                let b = hot.data.charge();
+                let b = data.charge();
                 freed += b;
+                drop(_charge);
+                points.push(data);
                 info!(circuit = %id, bytes = b, "SRS evicted under memory pressure");
             }
         }
         drop(entries);
-        // Their device copies go too, the table unlocked.
+        // Their device copies go too, the table unlocked, then the points.
         for id in gone {
             self.device.forget(&id);
         }
+        drop(points);
         freed
     }
 
@@ -608,7 +627,8 @@ impl SrsManager {
                 in_use: e.in_use,
             });
         }
-        let out = match e.hot.take() {
+        let hot = e.hot.take();
+        let out = match &hot {
             Some(hot) => {
                 let b = hot.data.charge();
                 info!(circuit = %circuit_id, bytes = b, "SRS evicted on request");
@@ -617,7 +637,10 @@ impl SrsManager {
             None => (false, 0),
         };
         drop(entries);
+        // The device copies first (a backend may have page-locked the
+        // points), then the points.
         self.device.forget(circuit_id);
+        drop(hot);
         Ok(out)
     }
 
