@@ -48,6 +48,17 @@ LAB="${LAB:-$(dirname "$B")/cuzk-lab}"
 PEER="${PEER:-$(dirname "$LAB")/cuzk-peer}"
 [ -x "$LAB" ] || { echo "no cuzk-lab at $LAB (set LAB=)" >&2; exit 2; }
 mkdir -p "$L"
+# The binaries are copied out of the repository first: the device tool
+# syncs the working tree at every call, and a call that does not carry
+# them would remove them under a run in the background.
+mkdir -p "$L/bin"
+for x in "$D" "$B" "$LAB" "$PEER"; do
+  [ -x "$x" ] && cp -f "$x" "$L/bin/"
+done
+D="$L/bin/$(basename "$D")"
+B="$L/bin/$(basename "$B")"
+LAB="$L/bin/$(basename "$LAB")"
+[ -x "$L/bin/$(basename "$PEER")" ] && PEER="$L/bin/$(basename "$PEER")"
 TIME=""
 [ -x /usr/bin/time ] && TIME="/usr/bin/time -v"
 export RUST_LOG="${RUST_LOG:-warn,partition=info}"
