@@ -423,19 +423,7 @@ struct msm_driver {
         struct sort_first {
             const stream_t& ms;
             const stream_t& ss;
-            ~sort_first()
-            {
-                cudaEvent_t e;
-                if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) ==
-                    cudaSuccess) {
-                    (void)cudaEventRecord(e, ss);
-                    (void)cudaStreamWaitEvent(ms, e, 0);
-                    (void)cudaEventDestroy(e);
-                } else {
-                    (void)cudaStreamSynchronize(ss);
-                }
-                (void)cudaGetLastError();
-            }
+            ~sort_first() { stream_after(ms, ss); }
         } guard{ms, ss};
         uint8_t* base = &blob[0];
         bucket_mem* d_buckets = (bucket_mem*)base;

@@ -13,6 +13,22 @@
 #ifndef __CUZK_STREAM_TILES_CUH__
 #define __CUZK_STREAM_TILES_CUH__
 
+// Makes `later` wait for everything queued on `earlier` so far, without
+// throwing (for destructors: an exception may have left work queued);
+// synchronises `earlier` when no event can be made.
+static void stream_after(cudaStream_t later, cudaStream_t earlier)
+{
+    cudaEvent_t e;
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess) {
+        (void)cudaEventRecord(e, earlier);
+        (void)cudaStreamWaitEvent(later, e, 0);
+        (void)cudaEventDestroy(e);
+    } else {
+        (void)cudaStreamSynchronize(earlier);
+    }
+    (void)cudaGetLastError();
+}
+
 // Whether host range `p` is page-locked (registered or allocated pinned).
 static bool host_pinned(const void* p)
 {
@@ -71,18 +87,7 @@ struct tile_pair {
         ready.wait(cs);
     }
     // Whatever cs still has queued comes before the tiles' free on ms.
-    ~tile_pair()
-    {
-        cudaEvent_t e;
-        if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess) {
-            (void)cudaEventRecord(e, cs);
-            (void)cudaStreamWaitEvent(ms, e, 0);
-            (void)cudaEventDestroy(e);
-        } else {
-            (void)cudaStreamSynchronize(cs);
-        }
-        (void)cudaGetLastError();
-    }
+    ~tile_pair() { stream_after(ms, cs); }
     tile_pair(const tile_pair&) = delete;
     tile_pair& operator=(const tile_pair&) = delete;
 
