@@ -143,13 +143,17 @@ struct cuzk_cuda_ctx {
         }
     }
 
-    void trim()
+    // Frees the buffers, aux too unless `keep_aux`.
+    void trim(bool keep_aux = false)
     {
         gpu->select();
         h_ready = false;
-        aux_len = picked_len = 0;
+        picked_len = 0;
         abc.release(mem);
-        aux.release(mem);
+        if (!keep_aux) {
+            aux_len = 0;
+            aux.release(mem);
+        }
         picked.release(mem);
         words.release(mem);
         offsets.release(mem);
@@ -374,12 +378,13 @@ void cuzk_cuda_ctx_free(cuzk_cuda_ctx* ctx)
     }
 }
 
-// Frees the context's device buffers; they are allocated again when needed.
-RustError cuzk_cuda_ctx_trim(cuzk_cuda_ctx* ctx)
+// Frees the context's device buffers (but the aux scalars when
+// `keep_aux`); they are allocated again when needed.
+RustError cuzk_cuda_ctx_trim(cuzk_cuda_ctx* ctx, int keep_aux)
 {
     CUZK_TRY
     ctx->gpu->sync();
-    ctx->trim();
+    ctx->trim(keep_aux != 0);
     CUZK_CATCH
 }
 
@@ -590,12 +595,35 @@ RustError cuzk_cuda_upload_aux(cuzk_cuda_ctx* ctx, const fr_t* aux, size_t len)
     CUZK_CATCH
 }
 
+// Compacts the scalars of set bits to the front of `aux` itself, chunk by
+// chunk in order: a chunk is copied aside first, and its scalars land at
+// or below their own index, on chunks already copied, never on a later one.
+static void compact_in_place(const gpu_t& gpu, fr_t* aux, const uint64_t* words,
+                             const uint32_t* offsets, size_t nbits)
+{
+    const size_t chunk = (size_t)1 << 21;  // 64 MiB aside, a multiple of 64
+    const stream_t& s = gpu;
+    dev_ptr_t<fr_t> aside{std::min(chunk, nbits), s};
+    const unsigned block = 256;
+    for (size_t first = 0; first < nbits; first += chunk) {
+        size_t last = std::min(first + chunk, nbits);
+        CUDA_OK(cudaMemcpyAsync(&aside[0], aux + first, (last - first) * sizeof(fr_t),
+                                cudaMemcpyDeviceToDevice, s));
+        compact_by_bits<<<grid_for(s, last - first, block), block, 0, s>>>(
+            aux, &aside[0], words, offsets, first, last);
+        CUDA_OK(cudaGetLastError());
+    }
+    s.sync();
+}
+
 // Picks the aux scalars whose bit is set in the bitmap `words` (`nbits` =
-// aux length), in order, into the scalar source SRC_PICKED; `*count` is
-// how many. The bitmap is copied up, its words' bits counted and scanned
-// by CUB and the scalars compacted, a thread each.
+// aux length), in order, into the scalar source SRC_PICKED, or, `in_place`,
+// over aux itself (SRC_AUX then holds the picked scalars and aux is gone:
+// no second vector on a small card); `*count` is how many. The bitmap is
+// copied up, its words' bits counted and scanned by CUB and the scalars
+// compacted, a thread each.
 RustError cuzk_cuda_pick(cuzk_cuda_ctx* ctx, const uint64_t* words,
-                         size_t nbits, size_t* count)
+                         size_t nbits, int in_place, size_t* count)
 {
     CUZK_TRY
     const gpu_t& gpu = *ctx->gpu;
@@ -638,12 +666,19 @@ RustError cuzk_cuda_pick(cuzk_cuda_ctx* ctx, const uint64_t* words,
     }
     if (total >= ((size_t)1 << 31))
         return bad_arg("too many scalars for one MSM");
+    if (in_place) {
+        compact_in_place(gpu, ctx->aux.ptr, ctx->words.ptr, ctx->offsets.ptr,
+                         nbits);
+        ctx->aux_len = total;
+        *count = total;
+        return RustError{0};
+    }
     if (total > 0) {
         ctx->picked.reserve(ctx->mem, total);
         const unsigned block = 256;
         compact_by_bits<<<grid_for(gpu, nbits, block), block, 0, gpu>>>(
             ctx->picked.ptr, ctx->aux.ptr, ctx->words.ptr, ctx->offsets.ptr,
-            nbits);
+            0, nbits);
         CUDA_OK(cudaGetLastError());
         gpu.sync();
     }

@@ -164,19 +164,22 @@ __global__ void word_popc(uint32_t* counts, const uint64_t* words,
     }
 }
 
-// The scalars of set bits in order, a thread a scalar: in[i] goes to
-// offsets[i/64] plus the set bits below it in its word.
+// The scalars of set bits in order, a thread a scalar: bit i (first <= i
+// < last) sends in[i - first] to offsets[i/64] plus the set bits below it
+// in its word. `first` is a multiple of 64.
 __global__ void compact_by_bits(fr_t* out, const fr_t* in,
                                 const uint64_t* words,
-                                const uint32_t* offsets, size_t nbits)
+                                const uint32_t* offsets, size_t first,
+                                size_t last)
 {
     size_t stride = (size_t)blockDim.x * gridDim.x;
-    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < nbits;
-         i += stride) {
+    for (size_t i = first + threadIdx.x + (size_t)blockIdx.x * blockDim.x;
+         i < last; i += stride) {
         uint64_t word = words[i / 64];
         uint32_t b = i % 64;
         if ((word >> b) & 1)
-            out[offsets[i / 64] + __popcll(word & (((uint64_t)1 << b) - 1))] = in[i];
+            out[offsets[i / 64] + __popcll(word & (((uint64_t)1 << b) - 1))] =
+                in[i - first];
     }
 }
 

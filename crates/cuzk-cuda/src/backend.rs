@@ -318,14 +318,14 @@ impl ProverBackend for CudaBackend {
 
     /// a, b, c as synthesized (at most the domain n each): uploaded, or at
     /// the lowest staging tier padded to n for H on the host; the
-    /// assignments and densities; below the top tier the A and B scalars
-    /// picked on the host (at most aux of them). No MSM scalar copies or
-    /// point pointers: the MSMs run on the device.
+    /// assignments and densities. No picked scalars (the A and B scalars
+    /// are picked on the device at every tier), MSM scalar copies or point
+    /// pointers: the MSMs run on the device.
     fn host_bytes(&self, size: &WitnessSize) -> HostBytes {
         let (n, aux, inputs) = (size.constraints as u64, size.aux as u64, size.inputs as u64);
         HostBytes {
             abc: 3 * 32 * n,
-            rest: 32 * (aux + inputs) + (2 * aux + inputs) / 8 + 64 + 32 * aux,
+            rest: 32 * (aux + inputs) + (2 * aux + inputs) / 8 + 64,
         }
     }
 

@@ -80,7 +80,7 @@ extern "C" {
     fn cuzk_cuda_mem_info(id: usize, free: *mut usize, total: *mut usize) -> sppark::Error;
     fn cuzk_cuda_ctx_new(id: usize, out: *mut *mut RawCtx) -> sppark::Error;
     fn cuzk_cuda_ctx_free(ctx: *mut RawCtx);
-    fn cuzk_cuda_ctx_trim(ctx: *mut RawCtx) -> sppark::Error;
+    fn cuzk_cuda_ctx_trim(ctx: *mut RawCtx, keep_aux: i32) -> sppark::Error;
     fn cuzk_cuda_h_prepare(
         ctx: *mut RawCtx,
         a: *const Scalar,
@@ -129,6 +129,7 @@ extern "C" {
         ctx: *mut RawCtx,
         words: *const u64,
         nbits: usize,
+        in_place: i32,
         count: *mut usize,
     ) -> sppark::Error;
     fn cuzk_cuda_msm_g1(
@@ -346,7 +347,13 @@ impl Ctx {
     /// Frees the device buffers (allocated again when next needed).
     pub(crate) fn trim(&mut self) -> Result<(), CudaError> {
         // SAFETY: a live context.
-        check(unsafe { cuzk_cuda_ctx_trim(self.raw.as_ptr()) })
+        check(unsafe { cuzk_cuda_ctx_trim(self.raw.as_ptr(), 0) })
+    }
+
+    /// [`Ctx::trim`] but the aux scalars stay on the device.
+    pub(crate) fn trim_keeping_aux(&mut self) -> Result<(), CudaError> {
+        // SAFETY: a live context.
+        check(unsafe { cuzk_cuda_ctx_trim(self.raw.as_ptr(), 1) })
     }
 
     /// The a-only staging tier of [`Ctx::h_prepare`]: room for two
@@ -701,6 +708,26 @@ impl Ctx {
     /// Picks the aux scalars whose bit is set in `words` (`nbits` bits, the
     /// aux length), in order, as source [`Source::Picked`]; returns how many.
     pub(crate) fn pick(&mut self, words: &[u64], nbits: usize) -> Result<usize, CudaError> {
+        self.pick_into(words, nbits, false)
+    }
+
+    /// [`Ctx::pick`] over aux itself: the picked scalars become source
+    /// [`Source::Aux`] (no second vector); aux must be uploaded again
+    /// before it is needed whole.
+    pub(crate) fn pick_in_place(
+        &mut self,
+        words: &[u64],
+        nbits: usize,
+    ) -> Result<usize, CudaError> {
+        self.pick_into(words, nbits, true)
+    }
+
+    fn pick_into(
+        &mut self,
+        words: &[u64],
+        nbits: usize,
+        in_place: bool,
+    ) -> Result<usize, CudaError> {
         if words.len() < nbits.div_ceil(64) {
             return Err(CudaError::Input(
                 "density bitmap shorter than its length".into(),
@@ -708,7 +735,15 @@ impl Ctx {
         }
         let mut count = 0usize;
         // SAFETY: words holds nbits bits; count is written once.
-        check(unsafe { cuzk_cuda_pick(self.raw.as_ptr(), words.as_ptr(), nbits, &mut count) })?;
+        check(unsafe {
+            cuzk_cuda_pick(
+                self.raw.as_ptr(),
+                words.as_ptr(),
+                nbits,
+                in_place as i32,
+                &mut count,
+            )
+        })?;
         Ok(count)
     }
 

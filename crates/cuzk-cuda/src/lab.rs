@@ -146,6 +146,11 @@ impl StageContext<'_> {
         self.ctx.pick(density.words(), density.len())
     }
 
+    /// The same over aux itself (source [`Source::Aux`]; aux is gone).
+    pub fn pick_in_place(&mut self, density: &Density) -> Result<usize, CudaError> {
+        self.ctx.pick_in_place(density.words(), density.len())
+    }
+
     /// Allocates device section `sec` for `npoints` points.
     pub fn srs_alloc(&mut self, sec: Section, npoints: usize) -> Result<(), CudaError> {
         self.ctx.srs_alloc(sec, npoints)

@@ -33,7 +33,6 @@ mod device_srs;
 #[cfg(feature = "cuda")]
 mod ffi;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-mod host_pick;
 #[cfg(all(feature = "cuda", feature = "lab"))]
 pub mod lab;
 #[cfg(feature = "cuda")]

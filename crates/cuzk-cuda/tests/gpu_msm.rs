@@ -82,3 +82,50 @@ fn affine_accumulation_meets_every_case_and_equals_the_cpu_sum() {
         eprintln!("{n} points: GPU sum equals the CPU's");
     }
 }
+
+/// A pick over aux itself (the small cards' way: no second vector, chunk
+/// by chunk) gives the scalars a pick into a second buffer gives: the
+/// same MSM over them, equal to the CPU's sum over the picked scalars.
+/// The density has long runs of set and clear bits and scattered ones,
+/// over several of the in-place pick's 2^21-scalar chunks and a ragged end.
+#[test]
+fn a_pick_in_place_equals_a_pick_into_a_second_buffer() {
+    use cuzk_prover::density::Density;
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    let pattern = pattern(&mut rng);
+    let mut st = gpu.stages().expect("the device's stage context");
+    let n = (5usize << 21) + 4_321;
+    let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+    let mut density = Density::zeroed(n);
+    for i in 0..n {
+        let set = match (i >> 20) % 4 {
+            0 => true,                        // a run of set bits
+            1 => i % 3 != 0,                  // most
+            2 => i % 7 == 0,                  // few
+            _ => (i * 2_654_435_761) % 5 < 2, // scattered
+        };
+        if set {
+            density.set(i);
+        }
+    }
+    let picked: Vec<Scalar> = (0..n)
+        .filter(|&i| density.get(i))
+        .map(|i| scalars[i])
+        .collect();
+    let points: Vec<G1Affine> = (0..picked.len())
+        .map(|i| pattern[i % pattern.len()])
+        .collect();
+    st.upload_aux(&scalars).expect("aux");
+    assert_eq!(st.pick(&density).expect("pick"), picked.len());
+    let second = st
+        .msm_g1(Source::Picked, &points)
+        .expect("MSM, second buffer");
+    assert_eq!(
+        st.pick_in_place(&density).expect("pick in place"),
+        picked.len()
+    );
+    let in_place = st.msm_g1(Source::Aux, &points).expect("MSM, in place");
+    assert_eq!(in_place, second, "in place and second buffer");
+    assert_eq!(in_place, cpu_sum(&pattern, &picked), "the CPU's sum");
+}

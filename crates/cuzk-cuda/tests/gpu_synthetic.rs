@@ -154,13 +154,13 @@ fn a_partly_resident_srs_gives_the_cpu_proofs() {
         .prove(&mut [w.clone()], &srs, &r, &s)
         .expect("CPU proof");
     // Room for a partition at the a-only tier (two vectors and aux), the
-    // streaming headroom (3 GiB) and one of the
+    // next partition's aux, the streaming headroom (3 GiB) and one of the
     // two largest witness sections (L's or A's points, which differ by the
     // inputs), not for the whole SRS: that one stays, the rest streams.
     gpu.release_buffers().expect("release");
     let (free, total) = gpu.memory().expect("memory");
     let n = size.constraints.next_power_of_two() as u64;
-    let partition = (2 * n + size.aux as u64) * 32 + size.aux as u64 / 8 + (3 << 30);
+    let partition = (2 * n + 2 * size.aux as u64) * 32 + size.aux as u64 / 8 + (3 << 30);
     let (l_bytes, a_bytes) = (srs.l.len() as u64 * 96, srs.a.len() as u64 * 96);
     let limit = total - free + partition + l_bytes.max(a_bytes) + (1 << 20);
     // The limit applies to the device: lifted when this test ends, also

@@ -691,14 +691,8 @@ pub(crate) mod imp {
         };
         s.push(("msm_l", ms(t)));
 
-        let t = Instant::now();
-        let na = st.pick(&inp.a_aux)?;
-        let a_aux = match host(2) {
-            Some(hs) => st.msm_g1(Source::Picked, &hs.g1[INPUTS..INPUTS + na])?,
-            None => st.msm_g1_resident(Source::Picked, Section::A, INPUTS, na)?,
-        };
-        s.push(("msm_a", ms(t)));
-
+        // B, then A: below the top tier (`limited`) A's scalars are picked
+        // over aux itself, as the backend does.
         let t = Instant::now();
         let bi = inp.b_input.count();
         let nb = st.pick(&inp.b_aux)?;
@@ -714,6 +708,18 @@ pub(crate) mod imp {
             None => st.msm_g2_resident(Source::Picked, bi, nb)?,
         };
         s.push(("msm_b_g2", ms(t)));
+
+        let t = Instant::now();
+        let (na, a_src) = if run.limited {
+            (st.pick_in_place(&inp.a_aux)?, Source::Aux)
+        } else {
+            (st.pick(&inp.a_aux)?, Source::Picked)
+        };
+        let a_aux = match host(2) {
+            Some(hs) => st.msm_g1(a_src, &hs.g1[INPUTS..INPUTS + na])?,
+            None => st.msm_g1_resident(a_src, Section::A, INPUTS, na)?,
+        };
+        s.push(("msm_a", ms(t)));
         let (shape, streamed) = st.take_shape()?;
 
         // Input MSMs on the CPU (the first points of each section) and the

@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use blstrs::{G1Affine, G1Projective, Scalar};
+use blstrs::{G1Projective, Scalar};
 use cuzk_prover::backend::{check_srs, ProveStats, ProverError, SrsRef};
 use cuzk_prover::density::Density;
 use cuzk_prover::msm::{msm, G1, G2};
@@ -144,8 +144,9 @@ fn partition(
         deadline,
     };
 
-    // At the top tier with several workers, aux is on the device already
-    // and the device lock is still held for the MSM stage.
+    // At the top tier with several workers, or with a, b and c evaluated
+    // on the device, aux is on the device already and the device lock is
+    // still held for the MSM stage.
     let at = Stage {
         resident: res,
         mats: mats.as_deref(),
@@ -162,15 +163,15 @@ fn partition(
     for v in abc {
         cuzk_prover::pool::pool().give(v);
     }
-    // Below the top tier the A and B scalars are picked on the host and
-    // uploaded over aux (after L), so the MSM stage holds one vector.
-    let host_pick = (tier != StagingTier::All).then_some(&w.aux[..]);
+    // Below the top tier the A and B scalars are picked over aux itself
+    // where a second vector would crowd the MSMs (`Picks::small`).
+    let small = tier != StagingTier::All;
 
     // The MSM stage needs aux and scratch on the device: when it runs
     // out of memory while other partitions hold some, it waits for
     // them and runs again.
     loop {
-        match msm_stage(ctx, backend, w, srs, res, host_pick, region.take(), stats) {
+        match msm_stage(ctx, backend, w, srs, res, small, region.take(), stats) {
             Ok(m) => return Ok(MsmResults { h, ..m }),
             Err(CudaError::OutOfMemory(why)) => {
                 let (_, streamed) = ctx.take_shape()?;
@@ -184,10 +185,11 @@ fn partition(
     }
 }
 
-/// L, A and B on the device (H is done): aux uploaded without the
+/// L, B and A on the device (H is done): aux uploaded without the
 /// device lock, the MSMs under it; or, given the region the H stage
-/// held (`held`), aux is there already and the lock is kept. `h` of the
-/// result is left at zero.
+/// held (`held`), aux is there already and the lock is kept. Below the
+/// top tier (`small`) A's scalars are picked over aux, so A goes last.
+/// `h` of the result is left at zero.
 #[allow(clippy::too_many_arguments)]
 fn msm_stage(
     ctx: &mut Ctx,
@@ -195,7 +197,7 @@ fn msm_stage(
     w: &PartitionWitness,
     srs: &SrsRef<'_>,
     res: Resident,
-    host_pick: Option<&[Scalar]>,
+    small: bool,
     held: Option<KernelRegion<'_>>,
     stats: &mut ProveStats,
 ) -> Result<MsmResults, CudaError> {
@@ -222,18 +224,10 @@ fn msm_stage(
     };
     stats.msm_l += t.elapsed();
     kernels = kernels.let_urgent_in(w.urgent)?;
-
-    let t = Instant::now();
-    let ni = w.input.len();
-    let (a_in, _) = msm::<G1>(&srs.a[..ni], &w.input, None);
-    let a_aux = if res.a && srs.a.len() - ni >= GPU_MIN_POINTS {
-        let src = picked(ctx, &w.a_aux_density, srs.a.len() - ni, host_pick)?;
-        ctx.msm_g1_resident(src, Section::A, ni, srs.a.len() - ni)?
-    } else {
-        pick_g1(ctx, &w.a_aux_density, &srs.a[ni..], &w.aux, host_pick)?
+    let mut picks = Picks {
+        small,
+        aux_whole: true,
     };
-    stats.msm_a += t.elapsed();
-    kernels = kernels.let_urgent_in(w.urgent)?;
 
     let t = Instant::now();
     let bi = w.b_input_density.count();
@@ -241,7 +235,7 @@ fn msm_stage(
     let b_on_gpu = srs.b_g1.len() - bi >= GPU_MIN_POINTS;
     let mut b_src = Source::Picked;
     let b1_aux = if b_on_gpu {
-        b_src = picked(ctx, &w.b_aux_density, srs.b_g1.len() - bi, host_pick)?;
+        b_src = picks.pick(ctx, &w.aux, &w.b_aux_density, srs.b_g1.len() - bi, false)?;
         if res.b_g1 {
             ctx.msm_g1_resident(b_src, Section::BG1, bi, srs.b_g1.len() - bi)?
         } else {
@@ -264,6 +258,23 @@ fn msm_stage(
         msm::<G2>(&srs.b_g2[bi..], &w.aux, Some(&w.b_aux_density)).0
     };
     stats.msm_b_g2 += t.elapsed();
+    kernels = kernels.let_urgent_in(w.urgent)?;
+
+    let t = Instant::now();
+    let ni = w.input.len();
+    let (a_in, _) = msm::<G1>(&srs.a[..ni], &w.input, None);
+    let na = srs.a.len() - ni;
+    let a_aux = if na < GPU_MIN_POINTS {
+        msm::<G1>(&srs.a[ni..], &w.aux, Some(&w.a_aux_density)).0
+    } else {
+        let src = picks.pick(ctx, &w.aux, &w.a_aux_density, na, true)?;
+        if res.a {
+            ctx.msm_g1_resident(src, Section::A, ni, na)?
+        } else {
+            ctx.msm_g1(src, &srs.a[ni..])?
+        }
+    };
+    stats.msm_a += t.elapsed();
     let (shape, streamed) = ctx.take_shape()?;
     stats.shape += shape;
     stats.streamed_bytes += streamed;
@@ -339,7 +350,11 @@ fn h_stage<'d>(
                         "GPU staging"
                     );
                     wait.counters.staged(tier);
-                    if tier != StagingTier::All {
+                    if tier != StagingTier::All && on_dev {
+                        // Give H's room back before the MSMs; aux, uploaded
+                        // for the evaluation, stays for them.
+                        ctx.trim_keeping_aux()?;
+                    } else if tier != StagingTier::All {
                         // Give the a|b|c room back before aux and the MSMs.
                         ctx.trim()?;
                     }
@@ -394,8 +409,8 @@ fn h_at<'d>(
     ctx.set_chunked_copies(dev.workers_made() > 1)?;
     let several = tier == StagingTier::All && dev.workers_made() > 1;
     // With a, b and c evaluated on the device, aux goes up first (without
-    // the device lock) and, at the top tier, stays for the MSM stage.
-    let keep = several || (tier == StagingTier::All && at.mats.is_some());
+    // the device lock) and stays, with the lock, for the MSM stage.
+    let keep = several || at.mats.is_some();
     let kernels = match (tier, at.mats) {
         (StagingTier::None, Some(_)) => {
             return Err(CudaError::OutOfMemory(
@@ -548,51 +563,61 @@ fn z_inv(n: usize) -> Result<Scalar, CudaError> {
     z_inverse(n).map_err(|e| CudaError::Input(e.to_string()))
 }
 
-/// Σ over the aux variables set in `density` in G1: picked and summed
-/// on the GPU, or on the CPU when small.
-fn pick_g1(
-    ctx: &mut Ctx,
-    density: &Density,
-    points: &[G1Affine],
-    aux: &[Scalar],
-    host_pick: Option<&[Scalar]>,
-) -> Result<G1Projective, CudaError> {
-    if points.len() < GPU_MIN_POINTS {
-        return Ok(msm::<G1>(points, aux, Some(density)).0);
-    }
-    let src = picked(ctx, density, points.len(), host_pick)?;
-    ctx.msm_g1(src, points)
+/// How the MSM stage puts the A and B scalars on the device: picked by
+/// density into a second buffer ([`Source::Picked`]), or, below the top
+/// tier where that buffer would crowd the MSMs (`small`), over aux itself
+/// ([`Source::Aux`]; aux is uploaded again if a later pick needs it whole).
+struct Picks {
+    small: bool,
+    aux_whole: bool,
 }
 
-/// Puts the aux scalars of `density` on the device and says where:
-/// picked on the device ([`Source::Picked`], a second buffer), or, given
-/// the host's aux (`host_pick`), picked on the host and uploaded over
-/// the aux buffer ([`Source::Aux`]; aux itself is no longer there).
-fn picked(
-    ctx: &mut Ctx,
-    density: &Density,
-    npoints: usize,
-    host_pick: Option<&[Scalar]>,
-) -> Result<Source, CudaError> {
-    let (count, src) = match host_pick {
-        None => (ctx.pick(density.words(), density.len())?, Source::Picked),
-        Some(aux) => {
-            if density.len() != aux.len() {
-                return Err(CudaError::Input(format!(
-                    "density of {} bits for {} aux variables",
-                    density.len(),
-                    aux.len()
-                )));
-            }
-            let chosen = crate::host_pick::pick(aux, density);
-            ctx.upload_aux(&chosen)?;
-            (chosen.len(), Source::Aux)
+impl Picks {
+    /// Puts the aux scalars of `density` on the device and says where;
+    /// `last`: no later pick needs aux.
+    fn pick(
+        &mut self,
+        ctx: &mut Ctx,
+        aux: &[Scalar],
+        density: &Density,
+        npoints: usize,
+        last: bool,
+    ) -> Result<Source, CudaError> {
+        if density.len() != aux.len() {
+            return Err(CudaError::Input(format!(
+                "density of {} bits for {} aux variables",
+                density.len(),
+                aux.len()
+            )));
         }
-    };
-    if count != npoints {
-        return Err(CudaError::Input(format!(
-            "{count} variables in the density for {npoints} points"
-        )));
+        if !self.aux_whole {
+            ctx.upload_aux(aux)?;
+            self.aux_whole = true;
+        }
+        let in_place = self.small && (last || !self.second_vector_fits(ctx, density)?);
+        let (count, src) = if in_place {
+            self.aux_whole = false;
+            (
+                ctx.pick_in_place(density.words(), density.len())?,
+                Source::Aux,
+            )
+        } else {
+            (ctx.pick(density.words(), density.len())?, Source::Picked)
+        };
+        if count != npoints {
+            return Err(CudaError::Input(format!(
+                "{count} variables in the density for {npoints} points"
+            )));
+        }
+        Ok(src)
     }
-    Ok(src)
+
+    /// Whether the picked scalars of `density` fit beside what the
+    /// widest MSM over them would like.
+    fn second_vector_fits(&self, ctx: &mut Ctx, density: &Density) -> Result<bool, CudaError> {
+        let count = density.count();
+        let (free, _) = ctx.mem_room()?;
+        let want = count as u64 * 32 + ctx.msm_scratch(count, false)?;
+        Ok(want <= free)
+    }
 }
