@@ -19,7 +19,8 @@
 #              flight (with a, b and c on the GPU only);
 # once per daemon configuration ($CONFIGS, below; `v16`, `v24` and `v32`
 # run `first` and `pipelined`, or $SMALL_RUNS, with gpus.vram_limit 16, 24
-# and 32 GiB: the cards operators own). The `snap` configuration
+# and 32 GiB: the cards operators own; `auto` and `auto16` the same with
+# no [engine] section, the daemon sizing itself). The `snap` configuration
 # then deletes the PoRep parameters, makes SnapDeals' (~30 GB; from its
 # constraint system, recorded at the start beside the other parameters,
 # `gen-params --recorded`) and proves 32 GiB SnapDeals (16 partitions);
@@ -143,11 +144,7 @@ daemon_runs() {
 listen = "$ADDR"
 journal = false
 log = "warn,partition=info,cuzk_core=info,cuzk_cuda=info"
-[engine]
-partition_workers = 2
-gpu_workers_per_device = 2
-synthesized_queue = 2
-synthesis = "compiled"
+$(case $cfg in auto*) ;; *) printf '[engine]\npartition_workers = 2\ngpu_workers_per_device = 2\nsynthesized_queue = 2\n' ;; esac)
 [params]
 cache_dir = "$P"
 [gpus]
@@ -244,6 +241,9 @@ for cfg in ${CONFIGS:-device host}; do
     v16) daemon_runs v16 true "${SMALL_RUNS:-first pipelined}" 16GiB ;;
     v24) daemon_runs v24 true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
     v32) daemon_runs v32 true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
+    # No [engine] section: the zero-config daemon sizes itself.
+    auto) daemon_runs auto true "${DEVICE_RUNS:-first pipelined}" ;;
+    auto16) daemon_runs auto16 true "${SMALL_RUNS:-first pipelined}" 16GiB ;;
     snap) big_prep snap && daemon_runs snap true "snap-first snap-isolated" ;;
     peer)
       step "peer-bench porep"

@@ -13,6 +13,7 @@ use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
 
 use crate::params::DEFAULT_PARAMETER_CACHE;
+pub use crate::sizing::Count;
 
 /// Default gRPC listen address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9820";
@@ -81,18 +82,20 @@ impl DaemonConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct EngineConfig {
     /// Synthesis workers: partitions synthesized at once (each also needs
-    /// its memory reserved from the budget).
-    pub partition_workers: usize,
-    /// Prover workers per device (the CPU backend is one device).
-    pub gpu_workers_per_device: usize,
+    /// its memory reserved from the budget). `"auto"`: sized from the
+    /// machine (`sizing.rs`).
+    pub partition_workers: Count,
+    /// Prover workers per device (the CPU backend is one device); `"auto"`
+    /// as above.
+    pub gpu_workers_per_device: Count,
     /// Workers kept for CRITICAL jobs (WinningPoSt): this many synthesis
     /// workers, and this many prover workers per device, take only CRITICAL
     /// partitions, so one never waits for a running partition to end. `0`:
     /// CRITICAL jobs only jump the queues.
     pub critical_workers: usize,
     /// Synthesized partitions that may wait for a prover; synthesis pauses
-    /// when this many are waiting.
-    pub synthesized_queue: usize,
+    /// when this many are waiting. `"auto"` as above.
+    pub synthesized_queue: Count,
     /// Largest vanilla proof payload (`vanilla_proof` plus all
     /// `vanilla_proofs`) a request may carry. The gRPC message limit is this
     /// plus 16 MiB for the other fields.
@@ -130,10 +133,10 @@ pub enum SynthesisPath {
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
-            partition_workers: 1,
-            gpu_workers_per_device: 1,
+            partition_workers: Count::Auto,
+            gpu_workers_per_device: Count::Auto,
             critical_workers: 1,
-            synthesized_queue: 1,
+            synthesized_queue: Count::Auto,
             max_vanilla_bytes: ByteSize::mib(256),
             job_retention: Duration::from_secs(3600),
             job_deadline: Duration::ZERO,
@@ -306,8 +309,10 @@ impl EngineConfig {
             ("engine.gpu_workers_per_device", self.gpu_workers_per_device),
             ("engine.synthesized_queue", self.synthesized_queue),
         ] {
-            if v == 0 {
-                return Err(ConfigError::Invalid(format!("{name} must be at least 1")));
+            if v == Count::Fixed(0) {
+                return Err(ConfigError::Invalid(format!(
+                    "{name} must be at least 1 (or \"auto\")"
+                )));
             }
         }
         if self.max_vanilla_bytes.as_u64() == 0 {
@@ -353,13 +358,10 @@ mod tests {
             "gpu_workers_per_device = 2\nmax_vanilla_bytes = \"1 MiB\"\njob_retention = \"5m\"\n",
         )
         .unwrap();
-        assert_eq!(e.gpu_workers_per_device, 2);
+        assert_eq!(e.gpu_workers_per_device, Count::Fixed(2));
         assert_eq!(e.max_vanilla_bytes.as_u64(), 1 << 20);
         assert_eq!(e.job_retention, Duration::from_secs(300));
-        assert_eq!(
-            e.partition_workers,
-            EngineConfig::default().partition_workers
-        );
+        assert_eq!(e.partition_workers, Count::Auto);
         let m: MemoryConfig =
             toml::from_str("total_budget = \"16GiB\"\nsafety_margin = \"1GiB\"\n").unwrap();
         assert_eq!(m.resolve().unwrap(), 15 << 30);

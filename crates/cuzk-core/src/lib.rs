@@ -28,6 +28,7 @@ pub mod process_env;
 pub mod prover;
 pub mod r1cs_manager;
 pub mod request;
+pub mod sizing;
 pub mod srs_manager;
 pub mod verify;
 

@@ -27,9 +27,9 @@ fn engine_for(s: &Shared, critical: usize, reserve: u64) -> Engine {
     engine_on(
         s,
         EngineConfig {
-            partition_workers: 1,
-            gpu_workers_per_device: 1,
-            synthesized_queue: 1,
+            partition_workers: 1.into(),
+            gpu_workers_per_device: 1.into(),
+            synthesized_queue: 1.into(),
             critical_workers: critical,
             ..Default::default()
         },

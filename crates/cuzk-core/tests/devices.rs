@@ -23,8 +23,8 @@ fn two_devices(s: &Shared, workers: usize) -> (Engine, [Arc<FakeDevice>; 2]) {
     let e = engine_on_devices(
         s,
         EngineConfig {
-            partition_workers: 2,
-            gpu_workers_per_device: workers,
+            partition_workers: 2.into(),
+            gpu_workers_per_device: workers.into(),
             critical_workers: 0,
             ..Default::default()
         },

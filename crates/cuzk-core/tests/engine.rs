@@ -102,9 +102,9 @@ async fn partitions_are_assembled_in_order() {
     let e = engine_with(
         &s,
         EngineConfig {
-            partition_workers: 2,
-            gpu_workers_per_device: 2,
-            synthesized_queue: 3,
+            partition_workers: 2.into(),
+            gpu_workers_per_device: 2.into(),
+            synthesized_queue: 3.into(),
             ..Default::default()
         },
         1 << 30,
@@ -138,9 +138,9 @@ async fn budget_is_never_exceeded_and_two_partitions_fit() {
     let e = engine_with(
         &s,
         EngineConfig {
-            partition_workers: 3,
-            gpu_workers_per_device: 3,
-            synthesized_queue: 4,
+            partition_workers: 3.into(),
+            gpu_workers_per_device: 3.into(),
+            synthesized_queue: 4.into(),
             ..Default::default()
         },
         limit,
@@ -182,8 +182,8 @@ async fn partitions_never_crowd_out_the_srs_they_need() {
     let e = engine_with(
         &s,
         EngineConfig {
-            partition_workers: 3,
-            synthesized_queue: 4,
+            partition_workers: 3.into(),
+            synthesized_queue: 4.into(),
             ..Default::default()
         },
         limit,
@@ -219,8 +219,8 @@ async fn two_circuits_share_a_budget_that_holds_one_partition() {
     let e = engine_with(
         &s,
         EngineConfig {
-            partition_workers: 2,
-            gpu_workers_per_device: 2,
+            partition_workers: 2.into(),
+            gpu_workers_per_device: 2.into(),
             ..Default::default()
         },
         limit,
@@ -252,7 +252,7 @@ async fn memory_goes_to_the_most_urgent_partition_first() {
     let e = engine_with(
         &s,
         EngineConfig {
-            partition_workers: 2,
+            partition_workers: 2.into(),
             ..Default::default()
         },
         // Less than the partition even once the running one's a/b/c are back.
@@ -326,7 +326,7 @@ async fn a_failed_partition_does_not_stall_the_next_job() {
     let e = engine_with(
         &s,
         EngineConfig {
-            synthesized_queue: 1,
+            synthesized_queue: 1.into(),
             ..Default::default()
         },
         1 << 30,
@@ -353,7 +353,7 @@ async fn cancel_of_a_running_multi_partition_job_frees_its_reservations() {
     let e = engine_with(
         &s,
         EngineConfig {
-            synthesized_queue: 2,
+            synthesized_queue: 2.into(),
             ..Default::default()
         },
         1 << 30,
@@ -580,9 +580,9 @@ async fn several_prover_workers_prove_at_once() {
     let e = engine_with(
         &s,
         EngineConfig {
-            partition_workers: 2,
-            gpu_workers_per_device: 2,
-            synthesized_queue: 2,
+            partition_workers: 2.into(),
+            gpu_workers_per_device: 2.into(),
+            synthesized_queue: 2.into(),
             ..Default::default()
         },
         1 << 30,

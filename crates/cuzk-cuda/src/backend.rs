@@ -312,6 +312,7 @@ impl ProverBackend for CudaBackend {
                 .unwrap_or_else(|e| format!("unknown ({e})")),
             memory_total,
             memory_free,
+            memory_limit: self.vram_limit,
             busy: self.gpu_busy().ok(),
         })
     }

@@ -46,6 +46,7 @@ fn main() -> Result<()> {
             "{}",
             toml::to_string_pretty(&config).context("serialising the config")?
         );
+        print!("{}", auto_sizing(&config));
         return Ok(());
     }
     init_logging(&config.daemon.log);
@@ -70,6 +71,51 @@ async fn run(config: Config) -> Result<()> {
         })
         .await?;
     Ok(())
+}
+
+/// What the `"auto"` worker counts of `[engine]` come to on this machine,
+/// as TOML comments (the rule: `cuzk_core::sizing`).
+fn auto_sizing(config: &Config) -> String {
+    use cuzk_core::sizing::{choose, Machine};
+    let backends = match cuzk_server::backends::from_config(&config.gpus) {
+        Ok(b) => b,
+        Err(e) => return format!("\n# \"auto\" engine sizing unknown: {e}\n"),
+    };
+    let budget = match config.memory.resolve() {
+        Ok(b) => b,
+        Err(e) => return format!("\n# \"auto\" engine sizing unknown: {e}\n"),
+    };
+    let s = choose(&Machine::of(&backends, budget));
+    let e = &config.engine;
+    let mut out = String::from("\n# On this machine the engine runs with (\"auto\" sized so):\n");
+    for (key, set, auto) in [
+        (
+            "partition_workers",
+            e.partition_workers,
+            s.partition_workers,
+        ),
+        (
+            "gpu_workers_per_device",
+            e.gpu_workers_per_device,
+            s.gpu_workers_per_device,
+        ),
+        (
+            "synthesized_queue",
+            e.synthesized_queue,
+            s.synthesized_queue,
+        ),
+    ] {
+        let from = if set == cuzk_core::config::Count::Auto {
+            "auto"
+        } else {
+            "set"
+        };
+        out += &format!("#   engine.{key} = {} ({from})\n", set.or(auto));
+    }
+    for why in &s.why {
+        out += &format!("#   {why}\n");
+    }
+    out
 }
 
 fn init_logging(default_filter: &str) {

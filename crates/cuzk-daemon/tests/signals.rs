@@ -179,4 +179,38 @@ fn print_config_shows_the_defaults() {
     ] {
         assert!(text.lines().any(|l| l == line), "{line:?} in:\n{text}");
     }
+    // The worker counts default to "auto", and what they come to here (the
+    // CPU backend: one of each) is said with the reason.
+    for line in [
+        "partition_workers = \"auto\"",
+        "gpu_workers_per_device = \"auto\"",
+        "synthesized_queue = \"auto\"",
+        "#   engine.partition_workers = 1 (auto)",
+        "#   engine.gpu_workers_per_device = 1 (auto)",
+        "#   engine.synthesized_queue = 1 (auto)",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} in:\n{text}");
+    }
+    assert!(text.contains("CPU backend only"), "{text}");
+}
+
+#[test]
+fn print_config_says_a_set_count_is_set() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("cuzk.toml");
+    std::fs::write(&path, "[engine]\npartition_workers = 3\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
+        .arg("--config")
+        .arg(&path)
+        .arg("--print-config")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l == "partition_workers = 3"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l == "#   engine.partition_workers = 3 (set)"),
+        "{text}"
+    );
 }

@@ -188,7 +188,7 @@ pub async fn run(opts: Options) -> Result<bool> {
             config.gpus.backend = opts.backend;
             config.gpus.vram_limit = opts.vram_limit;
             if let Some(w) = opts.gpu_workers {
-                config.engine.gpu_workers_per_device = w;
+                config.engine.gpu_workers_per_device = w.into();
             }
             config.gpus.devices = opts.devices.clone();
             if let Some((device, after)) = opts.fail_device {

@@ -164,6 +164,9 @@ pub struct DeviceInfo {
     pub name: String,
     pub memory_total: u64,
     pub memory_free: u64,
+    /// What the process may use of it (`gpus.vram_limit`), when less is
+    /// set than the card has.
+    pub memory_limit: Option<u64>,
     /// Time the device has spent running this process's kernel regions so
     /// far (CUDA events), if the backend measures it; its rate over time
     /// is the device's busy share.

@@ -68,7 +68,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cuzk_core::config::Amount;
+    use cuzk_core::config::{Amount, Count};
     use std::time::Duration;
 
     #[test]
@@ -76,7 +76,7 @@ mod tests {
         let c = Config::parse("").unwrap();
         assert_eq!(c, Config::default());
         assert_eq!(c.daemon.listen, "127.0.0.1:9820");
-        assert_eq!(c.engine.gpu_workers_per_device, 1);
+        assert_eq!(c.engine.gpu_workers_per_device, Count::Auto);
         assert_eq!(c.memory.total_budget, Amount::Auto);
         assert_eq!(c.gpus.tuning, cuzk_cuda::GpuTuning::default());
     }
@@ -112,7 +112,7 @@ mod tests {
              [memory]\ntotal_budget = \"16GiB\"\nsafety_margin = \"1GiB\"\n",
         )
         .unwrap();
-        assert_eq!(c.engine.gpu_workers_per_device, 2);
+        assert_eq!(c.engine.gpu_workers_per_device, Count::Fixed(2));
         assert_eq!(c.memory.resolve().unwrap(), 15 << 30);
         assert_eq!(c.engine.max_vanilla_bytes.as_u64(), 1 << 20);
         assert_eq!(c.engine.job_retention, Duration::from_secs(300));

@@ -43,6 +43,7 @@ use crate::metrics::Metrics;
 use crate::prover::ProofSystemError;
 use crate::r1cs_manager::{ConstraintSystemEntry, ConstraintSystems};
 use crate::request::{ProofRequest, RequestError};
+use crate::sizing::{self, Machine};
 use crate::srs_manager::{SrsEntry, SrsLease, SrsManager};
 
 /// The Filecoin side of proving, as the engine needs it.
@@ -193,6 +194,9 @@ pub(crate) struct Inner {
     prover_critical: Vec<bool>,
     /// Synthesis workers from this index on take only CRITICAL jobs.
     critical_synth_from: usize,
+    /// Synthesized partitions that may wait for a prover
+    /// (`engine.synthesized_queue`, resolved).
+    queue_cap: usize,
     /// The job journal, when the engine has one.
     journal: Option<journaling::Journaling>,
     /// Held by one admission at a time (see `submit`); never while
@@ -258,7 +262,8 @@ impl Engine {
     /// Starts `config.partition_workers` synthesis workers and
     /// `config.gpu_workers_per_device` prover workers on each backend, and
     /// `config.critical_workers` more of each (per backend for provers)
-    /// that take only CRITICAL work.
+    /// that take only CRITICAL work; counts left at `"auto"` are sized from
+    /// the machine and the backends (`sizing::choose`).
     ///
     /// # Panics
     /// If `parts.backends` is empty.
@@ -271,9 +276,15 @@ impl Engine {
             !parts.backends.is_empty(),
             "an engine needs at least one prover backend"
         );
-        let critical_synth_from = config.partition_workers.max(1);
+        let sized = sizing::choose(&Machine::of(&parts.backends, parts.budget.limit()));
+        let critical_synth_from = config.partition_workers.or(sized.partition_workers).max(1);
         let synth_workers = critical_synth_from + config.critical_workers;
-        let per_device = config.gpu_workers_per_device.max(1);
+        let per_device = config
+            .gpu_workers_per_device
+            .or(sized.gpu_workers_per_device)
+            .max(1);
+        let queue_cap = config.synthesized_queue.or(sized.synthesized_queue).max(1);
+        log_sizing(&config, &sized);
         // Per device: the shared workers, then those kept for CRITICAL.
         let (worker_device, prover_critical): (Vec<usize>, Vec<bool>) = (0..parts.backends.len())
             .flat_map(|d| {
@@ -311,6 +322,7 @@ impl Engine {
             worker_device,
             prover_critical,
             critical_synth_from,
+            queue_cap,
             journal: journal.map(journaling::Journaling::start),
             admit_lock: Mutex::new(()),
         });
@@ -322,6 +334,7 @@ impl Engine {
             synth_workers,
             prove_workers,
             critical_workers = inner.config.critical_workers,
+            synthesized_queue = queue_cap,
             backends = ?inner.parts.backends.iter().map(|b| b.name()).collect::<Vec<_>>(),
             budget = inner.parts.budget.limit(),
             "engine started"
@@ -633,4 +646,17 @@ pub(crate) fn end_job_as(
         JobStatus::Cancelled => info!(job_id = %job.id, "job ended: cancelled"),
     }
     job.finish(outcome)
+}
+
+/// Says at start which worker counts the engine sized itself, and why.
+fn log_sizing(config: &EngineConfig, sized: &sizing::Sizing) {
+    let auto = [
+        config.partition_workers,
+        config.gpu_workers_per_device,
+        config.synthesized_queue,
+    ]
+    .contains(&crate::config::Count::Auto);
+    if auto {
+        info!(why = %sized.why.join("; "), "engine sized from the machine (engine keys left at \"auto\")");
+    }
 }

@@ -158,7 +158,7 @@ fn synth_loop(inner: &Arc<Inner>, w: usize) {
 
 /// Waits for the best partition to synthesize; `None` when stopping.
 fn next_synthesis(inner: &Inner, w: usize) -> Option<(Arc<Job>, usize, bool)> {
-    let cap = inner.config.synthesized_queue.max(1);
+    let cap = inner.queue_cap;
     let mut st = inner.lock();
     loop {
         if st.stopping {

@@ -516,7 +516,7 @@ pub fn engine(shared: &Shared, workers: usize) -> Engine {
     engine_with(
         shared,
         EngineConfig {
-            gpu_workers_per_device: workers,
+            gpu_workers_per_device: workers.into(),
             // Queue order alone (the workers kept for CRITICAL work have
             // their own tests).
             critical_workers: 0,
