@@ -256,6 +256,7 @@ impl RawRequest {
                 ),
             ));
         }
+        self.check_unused_payload(proof_type)?;
         let files = param_files(proof_type).map_err(|e| RequestError::FailedPrecondition(e.0))?;
         if let Some(missing) = files.missing().filter(|_| params) {
             return Err(RequestError::FailedPrecondition(format!(
@@ -274,6 +275,30 @@ impl RawRequest {
             vanilla_bytes,
             digest: request_digest(self),
         })
+    }
+
+    /// The payload field a kind does not use is empty: a PoRep carries its
+    /// C1 output in `vanilla_proof` only, PoSt and SnapDeals their proofs in
+    /// `vanilla_proofs` only (so a PoRep cannot smuggle millions of empty
+    /// entries past the byte limit, nor a PoSt megabytes in a field never
+    /// read).
+    fn check_unused_payload(&self, proof_type: ProofType) -> Result<(), RequestError> {
+        let n = self.vanilla_proofs.len();
+        match proof_type {
+            ProofType::Seal(_) if n > 0 => Err(invalid(
+                "vanilla_proofs",
+                format!("has {n} entries; a PoRep carries its C1 output in vanilla_proof only"),
+            )),
+            ProofType::Seal(_) => Ok(()),
+            _ if !self.vanilla_proof.is_empty() => Err(invalid(
+                "vanilla_proof",
+                format!(
+                    "is {} bytes; {proof_type} carries its proofs in vanilla_proofs only",
+                    self.vanilla_proof.len()
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The kind's own fields, decoded and checked. A panic inside the

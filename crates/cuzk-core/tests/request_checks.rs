@@ -105,6 +105,25 @@ fn snap_partition_count_must_match_the_sector_size() {
 }
 
 #[test]
+fn the_payload_field_a_kind_does_not_use_is_refused() {
+    // A PoRep with a million empty vanilla_proofs entries (no payload
+    // bytes, so under the byte limit).
+    let mut r = request(ProofKind::PoRep);
+    r.vanilla_proofs = vec![Vec::new(); 1_000_000];
+    refused(&r, "vanilla_proofs", "has 1000000 entries");
+    // PoSt and SnapDeals with bytes in vanilla_proof (8 MB for WinningPoSt).
+    for (kind, bytes) in [
+        (ProofKind::WinningPost, 8_000_000),
+        (ProofKind::WindowPost, 1),
+        (ProofKind::SnapDeals, 1),
+    ] {
+        let mut r = request(kind);
+        r.vanilla_proof = vec![0; bytes];
+        refused(&r, "vanilla_proof", &format!("is {bytes} bytes"));
+    }
+}
+
+#[test]
 fn request_id_length_is_bounded() {
     let mut r = request(ProofKind::WinningPost);
     r.request_id = "x".repeat(cuzk_core::request::MAX_REQUEST_ID_LEN + 1);

@@ -125,6 +125,44 @@ async fn sigterm_finishes_the_running_job_and_exits_zero() {
     assert!(!sock.exists(), "socket removed on exit");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_daemon_on_the_same_socket_exits_and_leaves_the_first_serving() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (config, sock) = write_config(tmp.path(), &tmp.path().join("params"));
+    let mut first = daemon(&config);
+    wait_socket(&sock);
+    let addr = format!("unix://{}", sock.display());
+    let mut c = cuzk_server::connect(&addr).await.expect("connect");
+    c.get_status(GetStatusRequest {}).await.expect("status");
+    // The same config again: it must not take (or remove) the socket.
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
+            .arg("--config")
+            .arg(&config)
+            .output()
+            .expect("start the second cuzk-daemon")
+    })
+    .await
+    .unwrap();
+    assert!(
+        !out.status.success(),
+        "the second daemon exited {}",
+        out.status
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("another process"), "{err}");
+    let mut c = cuzk_server::connect(&addr).await.expect("connect again");
+    c.get_status(GetStatusRequest {})
+        .await
+        .expect("the first daemon still answers on its socket");
+    signal(&first, "TERM");
+    let status =
+        tokio::task::spawn_blocking(move || wait_exit(&mut first, Duration::from_secs(60)))
+            .await
+            .unwrap();
+    assert!(status.success(), "exit status {status}");
+}
+
 #[test]
 fn sigint_on_an_idle_daemon_exits_zero() {
     let tmp = tempfile::tempdir().unwrap();

@@ -46,8 +46,10 @@ pub enum Bound {
 }
 
 impl Bound {
-    /// Binds `addr`. A stale unix socket file is replaced; a unix socket is
-    /// made mode 0660.
+    /// Binds `addr`. A unix socket path is taken over only from a stale
+    /// socket (nothing answers on it): a live one (another daemon's) is
+    /// `AddrInUse` and anything that is not a socket is refused, both left
+    /// alone. The socket appears at its path already mode 0660.
     pub async fn bind(addr: &ListenAddr) -> std::io::Result<Bound> {
         match addr {
             ListenAddr::Tcp(a) => {
@@ -56,16 +58,29 @@ impl Bound {
                 Ok(Bound::Tcp(l, local))
             }
             ListenAddr::Unix(p) => {
-                if p.exists() {
-                    std::fs::remove_file(p)?;
-                }
                 if let Some(dir) = p.parent() {
                     std::fs::create_dir_all(dir)?;
                 }
-                let l = UnixListener::bind(p)?;
-                // Owner and group only (connecting needs write permission).
+                clear_stale_socket(p)?;
+                // Bound beside its path, made owner and group only
+                // (connecting needs write permission), then renamed into
+                // place: no moment at the umask's mode.
+                let mut side = p.clone().into_os_string();
+                side.push(format!(".{}.new", std::process::id()));
+                let side = PathBuf::from(side);
+                let _ = std::fs::remove_file(&side);
+                let l = UnixListener::bind(&side)?;
                 use std::os::unix::fs::PermissionsExt as _;
-                std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o660))?;
+                let placed =
+                    std::fs::set_permissions(&side, std::fs::Permissions::from_mode(0o660))
+                        .and_then(|()| {
+                            clear_stale_socket(p)?;
+                            std::fs::rename(&side, p)
+                        });
+                if let Err(e) = placed {
+                    let _ = std::fs::remove_file(&side);
+                    return Err(e);
+                }
                 Ok(Bound::Unix(l, p.clone()))
             }
         }
@@ -88,8 +103,83 @@ impl Bound {
     }
 }
 
+/// Removes a unix socket at `p` that nothing answers on; a socket that
+/// answers is `AddrInUse`, a path that is not a socket `AlreadyExists`.
+fn clear_stale_socket(p: &std::path::Path) -> std::io::Result<()> {
+    use std::io::{Error, ErrorKind};
+    use std::os::unix::fs::FileTypeExt as _;
+    let meta = match std::fs::symlink_metadata(p) {
+        Ok(m) => m,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if !meta.file_type().is_socket() {
+        return Err(Error::new(
+            ErrorKind::AlreadyExists,
+            format!(
+                "{} exists and is not a socket; it is left alone",
+                p.display()
+            ),
+        ));
+    }
+    if std::os::unix::net::UnixStream::connect(p).is_ok() {
+        return Err(Error::new(
+            ErrorKind::AddrInUse,
+            format!(
+                "{} is served by another process (a running cuzk-daemon?); it is left alone",
+                p.display()
+            ),
+        ));
+    }
+    match std::fs::remove_file(p) {
+        Err(e) if e.kind() != ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
 impl fmt::Display for Bound {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.client_address())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_live_socket_and_other_files_are_left_alone_a_stale_one_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cuzk.sock");
+        let addr = ListenAddr::Unix(path.clone());
+        let first = Bound::bind(&addr).await.expect("first bind");
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o660);
+        // A second daemon: refused, and the first still answers.
+        let err = Bound::bind(&addr).await.err().expect("second bind refused");
+        assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse, "{err}");
+        std::os::unix::net::UnixStream::connect(&path).expect("the first still answers");
+        // The first gone without removing its socket: taken over.
+        drop(first);
+        let again = Bound::bind(&addr)
+            .await
+            .expect("a stale socket is replaced");
+        drop(again);
+        // A regular file at the path is refused and kept.
+        let file = dir.path().join("notes.txt");
+        std::fs::write(&file, "keep me").unwrap();
+        let err = Bound::bind(&ListenAddr::Unix(file.clone()))
+            .await
+            .err()
+            .expect("refused");
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists, "{err}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+        // Nothing left beside the path.
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
     }
 }
