@@ -96,6 +96,12 @@ pub struct EngineConfig {
     /// Synthesized partitions that may wait for a prover; synthesis pauses
     /// when this many are waiting. `"auto"` as above.
     pub synthesized_queue: Count,
+    /// Jobs accepted and not yet ended (queued or running) beyond which a
+    /// submit is refused with `RESOURCE_EXHAUSTED`; CRITICAL jobs
+    /// (WinningPoSt) are always admitted. `"auto"`: one per 512 MiB of the
+    /// memory budget, at least 8 and at most 1024 (a queued job keeps its
+    /// decoded request, ~40 MB for a 32 GiB PoRep, outside the budget).
+    pub max_queued_jobs: Count,
     /// Largest vanilla proof payload (`vanilla_proof` plus all
     /// `vanilla_proofs`) a request may carry. The gRPC message limit is this
     /// plus 16 MiB for the other fields.
@@ -137,6 +143,7 @@ impl Default for EngineConfig {
             gpu_workers_per_device: Count::Auto,
             critical_workers: 1,
             synthesized_queue: Count::Auto,
+            max_queued_jobs: Count::Auto,
             max_vanilla_bytes: ByteSize::mib(256),
             job_retention: Duration::from_secs(3600),
             job_deadline: Duration::ZERO,
@@ -308,6 +315,7 @@ impl EngineConfig {
             ("engine.partition_workers", self.partition_workers),
             ("engine.gpu_workers_per_device", self.gpu_workers_per_device),
             ("engine.synthesized_queue", self.synthesized_queue),
+            ("engine.max_queued_jobs", self.max_queued_jobs),
         ] {
             if v == Count::Fixed(0) {
                 return Err(ConfigError::Invalid(format!(

@@ -185,6 +185,12 @@ pub fn choose(m: &Machine) -> Sizing {
     }
 }
 
+/// `engine.max_queued_jobs = "auto"`: one unfinished job per 512 MiB of
+/// the host memory budget, at least 8 and at most 1024.
+pub fn max_queued_jobs(budget: u64) -> usize {
+    ((budget >> 29) as usize).clamp(8, 1024)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,6 +254,13 @@ mod tests {
             "{:?}",
             s.why
         );
+    }
+
+    #[test]
+    fn queued_jobs_follow_the_budget_within_bounds() {
+        assert_eq!(max_queued_jobs(2 * GIB), 8);
+        assert_eq!(max_queued_jobs(123 * GIB), 246);
+        assert_eq!(max_queued_jobs(4096 * GIB), 1024);
     }
 
     #[test]

@@ -651,3 +651,36 @@ async fn metrics_count_jobs_and_budget() {
         assert!(text.contains(needle), "missing {needle} in\n{text}");
     }
 }
+
+#[tokio::test]
+async fn jobs_past_max_queued_jobs_are_refused_but_critical_ones_and_resubmits_pass() {
+    let s = shared();
+    s.prove_gate.close();
+    let e = engine_with(
+        &s,
+        EngineConfig {
+            max_queued_jobs: 2.into(),
+            critical_workers: 0,
+            ..Default::default()
+        },
+        1 << 30,
+    );
+    let a = e.enqueue(request(1, Priority::Normal, Some("a"))).unwrap();
+    let b = e.enqueue(request(2, Priority::Normal, None)).unwrap();
+    match e.enqueue(request(3, Priority::High, None)) {
+        Err(SubmitError::QueueFull { limit: 2 }) => {}
+        other => panic!("expected QueueFull, got {other:?}"),
+    }
+    // The same request again is the job already there, not a new one.
+    let again = e.enqueue(request(1, Priority::Normal, Some("a"))).unwrap();
+    assert_eq!(again.job_id, a.job_id);
+    assert!(again.existing);
+    let crit = e.enqueue(request(4, Priority::Critical, None)).unwrap();
+    s.prove_gate.open();
+    for j in [&a, &b, &crit] {
+        assert_eq!(done(&e, &j.job_id).await.status, JobStatus::Completed);
+    }
+    // Room again once they ended.
+    let c = e.enqueue(request(5, Priority::Normal, None)).unwrap();
+    assert_eq!(done(&e, &c.job_id).await.status, JobStatus::Completed);
+}

@@ -99,6 +99,7 @@ pub fn submit_status(e: SubmitError) -> Status {
         }
         SubmitError::RequestIdConflict { .. } => Status::already_exists(e.to_string()),
         SubmitError::ShuttingDown => Status::unavailable(e.to_string()),
+        SubmitError::QueueFull { .. } => Status::resource_exhausted(e.to_string()),
         // Not on disk, so not accepted: a retry may succeed.
         SubmitError::Journal(_) => Status::unavailable(e.to_string()),
         // Every device failed: another daemon may prove it.
@@ -124,5 +125,30 @@ pub fn job_status(e: JobError) -> Status {
     match e {
         JobError::NotFound(_) => Status::not_found(e.to_string()),
         JobError::AlreadyEnded { .. } => Status::failed_precondition(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::Code;
+
+    #[test]
+    fn refusals_get_the_codes_the_architecture_names() {
+        let cases = [
+            (SubmitError::QueueFull { limit: 2 }, Code::ResourceExhausted),
+            (SubmitError::ShuttingDown, Code::Unavailable),
+            (SubmitError::Journal("disk full".into()), Code::Unavailable),
+            (
+                SubmitError::Request(RequestError::Unimplemented("ni-porep".into())),
+                Code::Unimplemented,
+            ),
+        ];
+        for (e, code) in cases {
+            let text = e.to_string();
+            let s = submit_status(e);
+            assert_eq!(s.code(), code, "{text}");
+            assert_eq!(s.message(), text);
+        }
     }
 }

@@ -83,6 +83,11 @@ pub enum SubmitError {
     },
     #[error("the daemon is shutting down and accepts no new jobs")]
     ShuttingDown,
+    /// As many jobs as `engine.max_queued_jobs` are queued or running.
+    #[error(
+        "{limit} jobs are queued or running (engine.max_queued_jobs); retry when some have ended"
+    )]
+    QueueFull { limit: usize },
     /// The job could not be written to the journal, so it was not accepted.
     #[error("the job journal cannot record the job: {0}")]
     Journal(String),
@@ -197,6 +202,9 @@ pub(crate) struct Inner {
     /// Synthesized partitions that may wait for a prover
     /// (`engine.synthesized_queue`, resolved).
     queue_cap: usize,
+    /// Unfinished jobs beyond which a non-CRITICAL submit is refused
+    /// (`engine.max_queued_jobs`, resolved).
+    max_jobs: usize,
     /// The job journal, when the engine has one.
     journal: Option<journaling::Journaling>,
     /// Held by one admission at a time (see `submit`); never while
@@ -284,6 +292,10 @@ impl Engine {
             .or(sized.gpu_workers_per_device)
             .max(1);
         let queue_cap = config.synthesized_queue.or(sized.synthesized_queue).max(1);
+        let max_jobs = config
+            .max_queued_jobs
+            .or(sizing::max_queued_jobs(parts.budget.limit()))
+            .max(1);
         log_sizing(&config, &sized);
         // Per device: the shared workers, then those kept for CRITICAL.
         let (worker_device, prover_critical): (Vec<usize>, Vec<bool>) = (0..parts.backends.len())
@@ -323,6 +335,7 @@ impl Engine {
             prover_critical,
             critical_synth_from,
             queue_cap,
+            max_jobs,
             journal: journal.map(journaling::Journaling::start),
             admit_lock: Mutex::new(()),
         });
@@ -335,6 +348,7 @@ impl Engine {
             prove_workers,
             critical_workers = inner.config.critical_workers,
             synthesized_queue = queue_cap,
+            max_queued_jobs = max_jobs,
             backends = ?inner.parts.backends.iter().map(|b| b.name()).collect::<Vec<_>>(),
             budget = inner.parts.budget.limit(),
             "engine started"

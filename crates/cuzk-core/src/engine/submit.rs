@@ -18,7 +18,7 @@ use tracing::{info, warn};
 use super::Submission;
 use super::{end_job, job_key, prune_finished, queue_position, Engine, State, SubmitError};
 use crate::job::{Job, JobStatus};
-use crate::kinds::ProofKind;
+use crate::kinds::{Priority, ProofKind};
 use crate::request::digest::short_hex;
 use crate::request::{request_digest, ProofRequest, RawRequest, RequestDigest, RequestError};
 
@@ -85,6 +85,7 @@ impl Engine {
                 SubmitError::Request(RequestError::Unimplemented(_)) => "unimplemented",
                 SubmitError::RequestIdConflict { .. } => "request_id_conflict",
                 SubmitError::ShuttingDown => "shutting_down",
+                SubmitError::QueueFull { .. } => "queue_full",
                 SubmitError::Journal(_) => "journal",
                 SubmitError::NoDevice(_) => "no_device",
             };
@@ -147,6 +148,13 @@ impl Engine {
                     Lookup::Other(old) => superseded = Some(old),
                     Lookup::Free => {}
                 }
+            }
+            // A CRITICAL job (WinningPoSt) is small and cannot wait.
+            let limit = self.inner.max_jobs;
+            if request.priority != Priority::Critical
+                && st.jobs.values().filter(|j| j.outcome().is_none()).count() >= limit
+            {
+                return Err(SubmitError::QueueFull { limit });
             }
             st.next_seq += 1;
             (st.next_seq - 1, superseded)
