@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Semaphore};
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::rustls::{self, ServerConfig};
@@ -37,18 +38,69 @@ pub fn server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<ServerConfig
     Ok(Arc::new(config))
 }
 
-/// A TCP listener whose connections are TLS, for `axum::serve`.
+/// TLS handshakes in flight at once; a connection beyond them is closed.
+const MAX_HANDSHAKES: usize = 64;
+
+/// A TCP listener whose connections are TLS, for `axum::serve`. Each
+/// handshake runs in its own task with a [`HANDSHAKE`] timeout, so idle or
+/// slow clients never hold up the others (at most [`MAX_HANDSHAKES`] at
+/// once); finished handshakes are handed to `accept`.
 pub struct TlsListener {
-    tcp: TcpListener,
-    acceptor: TlsAcceptor,
+    ready: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
+    local: io::Result<SocketAddr>,
+    accepting: tokio::task::JoinHandle<()>,
 }
 
 impl TlsListener {
+    /// Starts accepting on `tcp` (inside a tokio runtime).
     pub fn new(tcp: TcpListener, config: Arc<ServerConfig>) -> TlsListener {
+        let local = tcp.local_addr();
+        let (done, ready) = mpsc::channel(16);
+        let accepting = tokio::spawn(accept_loop(tcp, TlsAcceptor::from(config), done));
         TlsListener {
-            tcp,
-            acceptor: TlsAcceptor::from(config),
+            ready,
+            local,
+            accepting,
         }
+    }
+}
+
+impl Drop for TlsListener {
+    fn drop(&mut self) {
+        self.accepting.abort();
+    }
+}
+
+async fn accept_loop(
+    tcp: TcpListener,
+    acceptor: TlsAcceptor,
+    done: mpsc::Sender<(TlsStream<TcpStream>, SocketAddr)>,
+) {
+    let slots = Arc::new(Semaphore::new(MAX_HANDSHAKES));
+    loop {
+        let (conn, addr) = match tcp.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                debug!("status listener accept: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            debug!(%addr, "status listener: {MAX_HANDSHAKES} TLS handshakes in flight; closed");
+            continue;
+        };
+        let (acceptor, done) = (acceptor.clone(), done.clone());
+        tokio::spawn(async move {
+            let _slot = slot;
+            match tokio::time::timeout(HANDSHAKE, acceptor.accept(conn)).await {
+                Ok(Ok(tls)) => {
+                    let _ = done.send((tls, addr)).await;
+                }
+                Ok(Err(e)) => debug!(%addr, "status listener TLS handshake: {e}"),
+                Err(_) => debug!(%addr, "status listener TLS handshake timed out"),
+            }
+        });
     }
 }
 
@@ -57,24 +109,17 @@ impl axum::serve::Listener for TlsListener {
     type Addr = SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let (tcp, addr) = match self.tcp.accept().await {
-                Ok(x) => x,
-                Err(e) => {
-                    debug!("status listener accept: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            match tokio::time::timeout(HANDSHAKE, self.acceptor.accept(tcp)).await {
-                Ok(Ok(tls)) => return (tls, addr),
-                Ok(Err(e)) => debug!(%addr, "status listener TLS handshake: {e}"),
-                Err(_) => debug!(%addr, "status listener TLS handshake timed out"),
-            }
+        match self.ready.recv().await {
+            Some(x) => x,
+            // The accept loop ended (the runtime is stopping): no more.
+            None => std::future::pending().await,
         }
     }
 
     fn local_addr(&self) -> io::Result<Self::Addr> {
-        self.tcp.local_addr()
+        match &self.local {
+            Ok(a) => Ok(*a),
+            Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+        }
     }
 }

@@ -114,6 +114,20 @@ async fn tls_and_token_on_loopback() {
     let (code, body) = https_get(&host, &pki.ca_pem, Some("s3cret-token")).await;
     assert_eq!(code, 200, "{body}");
     assert!(body.contains("\"uptime_seconds\""), "{body}");
+    // Three idle TCP connections (no handshake) do not hold it up.
+    let mut idle = Vec::new();
+    for _ in 0..3 {
+        idle.push(tokio::net::TcpStream::connect(&host).await.unwrap());
+    }
+    let t = std::time::Instant::now();
+    let (code, _) = https_get(&host, &pki.ca_pem, Some("s3cret-token")).await;
+    assert_eq!(code, 200);
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(1),
+        "GET /status beside 3 idle connections took {:?}",
+        t.elapsed()
+    );
+    drop(idle);
     d.stop().await;
 }
 
