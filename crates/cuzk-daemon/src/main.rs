@@ -2,7 +2,8 @@
 //!
 //! Reads one TOML file (`--config`; every key optional, see
 //! `cuzk.example.toml`), serves `cuzk.v1.ProvingEngine`, and stops gracefully
-//! on SIGINT or SIGTERM, exiting 0.
+//! on SIGINT or SIGTERM, exiting 0; a second signal during that stop exits
+//! at once (1).
 
 use std::path::PathBuf;
 
@@ -11,7 +12,7 @@ use clap::Parser;
 use cuzk_server::Config;
 use cuzk_server::Daemon;
 use tokio::signal::unix::{signal, SignalKind};
-use tracing::info;
+use tracing::{info, warn};
 
 #[derive(Parser)]
 #[command(
@@ -68,6 +69,18 @@ async fn run(config: Config) -> Result<()> {
                 _ = sigterm.recv() => info!("SIGTERM received"),
                 _ = sigint.recv() => info!("SIGINT received"),
             }
+            // A second signal during the graceful stop stops at once.
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = sigterm.recv() => {}
+                    _ = sigint.recv() => {}
+                }
+                warn!(
+                    "second stop signal: exiting now; journaled jobs run again at the next start \
+                     (daemon.journal = false: the running ones are lost)"
+                );
+                std::process::exit(1);
+            });
         })
         .await?;
     Ok(())

@@ -163,6 +163,49 @@ async fn a_second_daemon_on_the_same_socket_exits_and_leaves_the_first_serving()
     assert!(status.success(), "exit status {status}");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_sigterm_during_the_graceful_stop_exits_at_once() {
+    let dir = cuzk_fixtures::default_dir();
+    let fixtures = tokio::task::spawn_blocking(move || cuzk_fixtures::ensure(&dir, &mut |_| {}))
+        .await
+        .unwrap()
+        .expect("fixtures");
+    let tmp = tempfile::tempdir().unwrap();
+    let (config, sock) = write_config(tmp.path(), &fixtures.params_dir());
+    let mut child = daemon(&config);
+    wait_socket(&sock);
+    let addr = format!("unix://{}", sock.display());
+    let mut c = cuzk_server::connect(&addr).await.expect("connect");
+    // A PoRep: tens of seconds of proving on the CPU, far inside the
+    // 120 s shutdown_grace the first SIGTERM would wait for.
+    c.submit_proof(submit_request(fixtures.request(ProofKind::PoRep).unwrap()))
+        .await
+        .unwrap();
+    loop {
+        let s = c
+            .get_status(GetStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        if s.queues.iter().any(|q| q.in_progress > 0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    signal(&child, "TERM");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the first SIGTERM waits for the job"
+    );
+    signal(&child, "TERM");
+    let status =
+        tokio::task::spawn_blocking(move || wait_exit(&mut child, Duration::from_secs(10)))
+            .await
+            .unwrap();
+    assert_eq!(status.code(), Some(1), "exit status {status}");
+}
+
 #[test]
 fn sigint_on_an_idle_daemon_exits_zero() {
     let tmp = tempfile::tempdir().unwrap();
