@@ -19,8 +19,9 @@
 #              flight (with a, b and c on the GPU only);
 # once per daemon configuration ($CONFIGS, below; `v16`, `v24` and `v32`
 # run `first` and `pipelined`, or $SMALL_RUNS, with gpus.vram_limit 16, 24
-# and 32 GiB: the cards operators own; `auto` and `auto16` the same with
-# no [engine] section, the daemon sizing itself). The `snap` configuration
+# and 32 GiB: the cards operators own; `v16p1` as `v16` with
+# gpus.partitions_per_pass = 1; `auto` and `auto16` the same with no
+# [engine] section, the daemon sizing itself). The `snap` configuration
 # then deletes the PoRep parameters, makes SnapDeals' (~30 GB; from its
 # constraint system, recorded at the start beside the other parameters,
 # `gen-params --recorded`) and proves 32 GiB SnapDeals (16 partitions);
@@ -153,6 +154,9 @@ abc_on_device = $abc
 EOF
   # A smaller card simulated on the H200 (gpus.vram_limit).
   [ -n "$vram" ] && echo "vram_limit = \"$vram\"" >> "$L/cuzk-$cfg.toml"
+  # A configuration named *p1: every partition streams the SRS sections
+  # itself (gpus.partitions_per_pass = 1), for the side-by-side figure.
+  case $cfg in *p1) echo "partitions_per_pass = 1" >> "$L/cuzk-$cfg.toml" ;; esac
   # TUNING: lines of [gpus.tuning] (e.g. "trace_msm = true"), traces on
   # the daemon's stderr.
   [ -n "${TUNING:-}" ] && printf '[gpus.tuning]\n%s\n' "$TUNING" >> "$L/cuzk-$cfg.toml"
@@ -239,6 +243,7 @@ for cfg in ${CONFIGS:-device host}; do
     device) daemon_runs device true "${DEVICE_RUNS:-first isolated pipelined winning}" ;;
     # The cards operators own, simulated with gpus.vram_limit.
     v16) daemon_runs v16 true "${SMALL_RUNS:-first pipelined}" 16GiB ;;
+    v16p1) daemon_runs v16p1 true "${SMALL_RUNS:-first pipelined}" 16GiB ;;
     v24) daemon_runs v24 true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
     v32) daemon_runs v32 true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
     # No [engine] section: the zero-config daemon sizes itself.

@@ -308,6 +308,11 @@ impl SrsLease {
     pub fn data(&self) -> &SrsData {
         &self.data
     }
+
+    /// The circuit whose SRS this is.
+    pub fn circuit_id(&self) -> &str {
+        &self.circuit_id
+    }
 }
 
 impl Drop for SrsLease {

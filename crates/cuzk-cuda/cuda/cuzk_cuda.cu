@@ -9,7 +9,9 @@
 //! (`msm_driver.cuh`), the sort by bucket around CUB's radix sort
 //! (`bucket_sort.cuh`), the bucket accumulation in size order
 //! (`accumulate.cuh`) and the bucket integration (`integrate.cuh`). The
-//! H stage's entry points are in `h_stage.cuh`, the context's allocator in
+//! H stage's entry points are in `h_stage.cuh`, the MSMs' common entry
+//! (scalar sources; streamed, shared and resident points) in
+//! `msm_entry.cuh`, the context's allocator in
 //! `dalloc.cuh`, host-to-device copies in `host_copy.cuh`, the settings
 //! (`[gpus.tuning]`) in `tuning.cuh`. Memory layouts are blst's, which are
 //! blstrs': `fr_t` is blst_fr (Montgomery, 4×u64 LE), an affine point is
@@ -191,99 +193,7 @@ static RustError bad_arg(const char* what)
     return RustError{-5, what};
 }
 
-// Where an MSM's scalars come from (see cuzk_cuda_msm_g1).
-enum scalar_source : int { SRC_H = 0, SRC_AUX = 1, SRC_PICKED = 2 };
-
-// The device scalars of `source` and how many there are.
-static const fr_t* source_scalars(const cuzk_cuda_ctx* ctx, int source,
-                                  size_t* len)
-{
-    switch (source) {
-    case SRC_H:
-        if (!ctx->h_ready)
-            throw cuda_error{-5, std::string("H coefficients not prepared")};
-        // H has n - 1 coefficients (the top one is zero).
-        *len = ((size_t)1 << ctx->lg_n) - 1;
-        return ctx->abc.ptr;
-    case SRC_AUX:
-        *len = ctx->aux_len;
-        return ctx->aux.ptr;
-    case SRC_PICKED:
-        *len = ctx->picked_len;
-        return ctx->picked.ptr;
-    default:
-        throw cuda_error{-5, std::string("unknown scalar source")};
-    }
-}
-
-// Runs an MSM of `npoints` host points against scalars on the device:
-// the resident path's kernels on points streamed a tile at a time
-// (`stream_tiles.cuh`; page-locked host memory is copied by DMA beside
-// the kernels, pageable memory through the chunk ring), witness scalars
-// split as on the device.
-template<class bucket_T, class point_T, class affine_T>
-static RustError msm_from_source(cuzk_cuda_ctx* ctx, int source,
-                                 const affine_T* points, size_t npoints,
-                                 point_T* out)
-{
-    CUZK_TRY
-    ctx->gpu->select();
-    out->inf();
-    size_t len = 0;
-    const fr_t* scalars = source_scalars(ctx, source, &len);
-    if (npoints != len)
-        return bad_arg("MSM points and scalars differ in number");
-    if (npoints >= ((size_t)1 << 31))
-        return bad_arg("too many points for one MSM");
-    if (npoints == 0)
-        return RustError{0};
-    typedef typename affine_T::mem_t affine_mem;
-    const host_points hp{points, sizeof(affine_mem), &ctx->chunks,
-                         &ctx->streamed_bytes, ctx->tune.stream_tile_points};
-    // Nothing else of this context is on the upload stream now.
-    ctx->upload->sync();
-    if (source != SRC_H && npoints >= ctx->split_min &&
-        msm_split01_streamed<bucket_T, point_T, affine_T>(*ctx->gpu, ctx->tune, ctx->mem, ctx->split,
-                                       scalars, hp, npoints, out, &ctx->shape))
-        return RustError{0};
-    msm_device<bucket_T>(*ctx->gpu, ctx->tune, (const affine_T*)nullptr, scalars,
-                         npoints, out, ctx->mem.room(), &hp);
-    CUZK_CATCH
-}
-
-// The same against `npoints` points of a resident SRS section from `offset`.
-template<class bucket_T, class point_T, class affine_T>
-static RustError msm_resident(cuzk_cuda_ctx* ctx, int source, int sec,
-                              size_t offset, size_t npoints, point_T* out)
-{
-    CUZK_TRY
-    ctx->gpu->select();
-    out->inf();
-    if (sec < 0 || sec >= SRS_SECTIONS)
-        return bad_arg("unknown SRS section");
-    const auto& s = ctx->srs_sections()[sec];
-    if (s.elem != sizeof(affine_T))
-        return bad_arg("SRS section of another group");
-    if (offset > s.npoints || npoints > s.npoints - offset)
-        return bad_arg("MSM past the end of the resident SRS section");
-    size_t len = 0;
-    const fr_t* scalars = source_scalars(ctx, source, &len);
-    if (npoints != len)
-        return bad_arg("MSM points and scalars differ in number");
-    if (npoints >= ((size_t)1 << 31))
-        return bad_arg("too many points for one MSM");
-    if (npoints == 0)
-        return RustError{0};
-    const affine_T* points = (const affine_T*)s.ptr + offset;
-    // Witness scalars (not H's) are mostly 0 or 1: split them.
-    if (source != SRC_H && npoints >= ctx->split_min &&
-        msm_split01<bucket_T>(*ctx->gpu, ctx->id, ctx->tune, ctx->mem, ctx->split,
-                              scalars, points, npoints, out, &ctx->shape))
-        return RustError{0};
-    msm_device<bucket_T>(*ctx->gpu, ctx->tune, points, scalars, npoints, out,
-                         ctx->mem.room());
-    CUZK_CATCH
-}
+#include "msm_entry.cuh"
 
 extern "C" {
 
@@ -720,6 +630,25 @@ RustError cuzk_cuda_msm_g2_resident(cuzk_cuda_ctx* ctx, int source, int sec,
                                     point_fp2_t* out)
 {
     return msm_resident<bucket_fp2_t, point_fp2_t, affine_fp2_t>(ctx, source, sec, offset, npoints, out);
+}
+
+// k MSMs in G1 against the same `npoints` host points, context j's
+// scalars from `sources[j]` (SRC_AUX or SRC_PICKED), sharing each pass
+// over the points (see msm_shared); results in outs[0..k).
+RustError cuzk_cuda_msm_g1_shared(cuzk_cuda_ctx* const* ctxs, const int* sources,
+                                  size_t k, const affine_t* points, size_t npoints,
+                                  point_t* outs)
+{
+    return msm_shared<bucket_t, point_t, affine_t>(ctxs, sources, k, points, npoints, outs);
+}
+
+// The same in G2.
+RustError cuzk_cuda_msm_g2_shared(cuzk_cuda_ctx* const* ctxs, const int* sources,
+                                  size_t k, const affine_fp2_t* points, size_t npoints,
+                                  point_fp2_t* outs)
+{
+    return msm_shared<bucket_fp2_t, point_fp2_t, affine_fp2_t>(ctxs, sources, k, points,
+                                                               npoints, outs);
 }
 
 // Host copies of this context through its page-locked chunks (`on`) or

@@ -357,105 +357,134 @@ static bool msm_split01(const gpu_t& gpu, int dev, const cuzk_cuda_tuning& tune,
     return true;
 }
 
-// The same with the points in host memory (`hp`, see stream_tiles.cuh):
-// the count pass needs only the scalars; then the points come up a tile
-// at a time, and each tile's others are gathered (with their points, into
-// one device list for all tiles) and its ones summed by index into
-// per-warp sums folded across tiles; the others then go through
-// Pippenger from device memory. Every point is copied once; only the
-// others' stay. Returns false, having computed nothing, as
-// `msm_split01` does.
+// One MSM's part in a streamed split (`msm_split01_streamed`): its
+// scalars, the split scratch and allocator of the context that holds
+// them, where its shape is counted, and its result.
+template<class point_T> struct split_part {
+    dalloc* mem;
+    split_scratch* sc;
+    const fr_t* s;
+    split_shape* shape;
+    point_T* out;
+    size_t others = 0, ones = 0;
+};
+
+// The same with the points in host memory (`hp`, see stream_tiles.cuh),
+// for `k` MSMs over the same points (partitions of one circuit sharing
+// one pass over the bases): the count pass needs only the scalars; then
+// the points come up a tile at a time, once for all k, and each MSM's
+// others in the tile are gathered (with their points, into one device
+// list per MSM for all tiles) and its ones summed by index into per-warp
+// sums folded across tiles; each MSM's others then go through Pippenger
+// from device memory. Every point is copied once; only the others' stay.
+// Returns false, having computed nothing, as `msm_split01` does, when
+// any of the k declines.
 template<class bucket_T, class point_T, class affine_T>
 static bool msm_split01_streamed(const gpu_t& gpu, const cuzk_cuda_tuning& tune,
-                                 dalloc& mem, split_scratch& sc, const fr_t* s,
-                                 const host_points& hp, size_t n, point_T* out,
-                                 split_shape* shape)
+                                 split_part<point_T>* parts, size_t k,
+                                 const host_points& hp, size_t n)
 {
     typedef typename bucket_T::mem_t bucket_mem;
     typedef typename affine_T::mem_t affine_mem;
     const stream_t& st = gpu;
-    size_t others = 0, ones = 0;
-    if (!split_count(st, mem, sc, s, n, &others, &ones) || others > n / 2)
-        return false;
     const size_t nsums = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
     // One tile's ones at a time: their indices are the tile's.
     size_t tile = hp.tile_points ? hp.tile_points
                                  : msm_driver<bucket_T, point_T, affine_T>::MAX_TILE;
     if (tile > n)
         tile = n;
-    if (!try_reserve(sc.scalars, mem, others ? others : 1) ||
-        !try_reserve(sc.points, mem, (others ? others : 1) * sizeof(affine_mem)) ||
-        !try_reserve(sc.sums, mem, 2 * nsums * sizeof(bucket_mem)))
-        return false;
-    // The tiles take at most three quarters of what is left (the pool's).
+    for (size_t j = 0; j < k; j++) {
+        split_part<point_T>& p = parts[j];
+        if (!split_count(st, *p.mem, *p.sc, p.s, n, &p.others, &p.ones) ||
+            p.others > n / 2)
+            return false;
+        const size_t o = p.others ? p.others : 1;
+        if (!try_reserve(p.sc->scalars, *p.mem, o) ||
+            !try_reserve(p.sc->points, *p.mem, o * sizeof(affine_mem)) ||
+            !try_reserve(p.sc->sums, *p.mem, 2 * nsums * sizeof(bucket_mem)))
+            return false;
+    }
+    // The tiles and the k index lists take at most three quarters of
+    // what is left (the pool's).
+    dalloc& mem = *parts[0].mem;
     const size_t room = mem.room();
-    size_t fit = room / 4 * 3 / (2 * sizeof(affine_mem) + sizeof(uint32_t));
+    size_t fit = room / 4 * 3 / (2 * sizeof(affine_mem) + k * sizeof(uint32_t));
     const size_t floor = (size_t)1 << 16;
     if (fit < tile)
         tile = fit > floor ? fit : floor < n ? floor : n;
-    if (!try_reserve(sc.ones_at, mem, tile))
-        return false;
+    for (size_t j = 0; j < k; j++)
+        if (!try_reserve(parts[j].sc->ones_at, *parts[j].mem, tile))
+            return false;
     mem.admit(2 * tile * sizeof(affine_mem), "streamed split tiles");
-    shape->zeros += n - others - ones;
-    shape->ones += ones;
-    shape->others += others;
-
-    bucket_mem* sums = (bucket_mem*)sc.sums.ptr;
-    bucket_mem* acc = sums + nsums;
-    affine_mem* gp = (affine_mem*)sc.points.ptr;
-    uint32_t* count1 = sc.counts.ptr + 1;
-    st.bzero(sc.counts.ptr, 2);
+    for (size_t j = 0; j < k; j++) {
+        split_part<point_T>& p = parts[j];
+        p.shape->zeros += n - p.others - p.ones;
+        p.shape->ones += p.ones;
+        p.shape->others += p.others;
+        st.bzero(p.sc->counts.ptr, 2);
+    }
     {
         tile_pair tiles(st, gpu[1], hp, tile);
         const size_t ntiles = (n + tile - 1) / tile;
-        auto len = [&](size_t k) { return n - k * tile < tile ? n - k * tile : tile; };
+        auto len = [&](size_t t) { return n - t * tile < tile ? n - t * tile : tile; };
         tiles.fill(0, 0, len(0));
         if (ntiles > 1)
             tiles.fill(1, tile, len(1));
         const uint32_t fold_block = 256;
-        for (size_t k = 0; k < ntiles; k++) {
-            const size_t t0 = k * tile, num = len(k);
-            const affine_mem* tp = (const affine_mem*)tiles.tile(k);
-            tiles.wait_landed(k, st);
-            CUDA_OK(cudaMemsetAsync(count1, 0, sizeof(uint32_t), st));
-            split01_gather<affine_mem><<<grid_for(st, num, SPLIT_GATHER_BLOCK),
-                                         SPLIT_GATHER_BLOCK, 0, st>>>(
-                s + t0, tp, num, sc.counts.ptr, sc.scalars.ptr, gp, (uint32_t)others,
-                sc.ones_at.ptr, (uint32_t)tile);
-            CUDA_OK(cudaGetLastError());
-            if (ones) {
-                batch_addition<bucket_T><<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, st>>>(
-                    sums, tp, num, sc.ones_at.ptr, *count1);
+        for (size_t t = 0; t < ntiles; t++) {
+            const size_t t0 = t * tile, num = len(t);
+            const affine_mem* tp = (const affine_mem*)tiles.tile(t);
+            tiles.wait_landed(t, st);
+            for (size_t j = 0; j < k; j++) {
+                split_part<point_T>& p = parts[j];
+                split_scratch& sc = *p.sc;
+                bucket_mem* sums = (bucket_mem*)sc.sums.ptr;
+                uint32_t* count1 = sc.counts.ptr + 1;
+                CUDA_OK(cudaMemsetAsync(count1, 0, sizeof(uint32_t), st));
+                split01_gather<affine_mem><<<grid_for(st, num, SPLIT_GATHER_BLOCK),
+                                             SPLIT_GATHER_BLOCK, 0, st>>>(
+                    p.s + t0, tp, num, sc.counts.ptr, sc.scalars.ptr,
+                    (affine_mem*)sc.points.ptr, (uint32_t)p.others, sc.ones_at.ptr,
+                    (uint32_t)tile);
                 CUDA_OK(cudaGetLastError());
-                const size_t threads = nsums * bucket_T::degree;
-                fold_sums<bucket_T><<<(uint32_t)((threads + fold_block - 1) / fold_block),
-                                      fold_block, 0, st>>>(acc, sums, (uint32_t)nsums,
-                                                           k == 0);
-                CUDA_OK(cudaGetLastError());
+                if (p.ones) {
+                    batch_addition<bucket_T><<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, st>>>(
+                        sums, tp, num, sc.ones_at.ptr, *count1);
+                    CUDA_OK(cudaGetLastError());
+                    const size_t threads = nsums * bucket_T::degree;
+                    fold_sums<bucket_T><<<(uint32_t)((threads + fold_block - 1) / fold_block),
+                                          fold_block, 0, st>>>(sums + nsums, sums,
+                                                               (uint32_t)nsums, t == 0);
+                    CUDA_OK(cudaGetLastError());
+                }
             }
-            tiles.release(k, st);
-            if (k + 2 < ntiles)
-                tiles.fill(k + 2, (k + 2) * tile, len(k + 2));
+            tiles.release(t, st);
+            if (t + 2 < ntiles)
+                tiles.fill(t + 2, (t + 2) * tile, len(t + 2));
         }
     }
-    point_T sum_others;
-    sum_others.inf();
-    if (others) {
+    for (size_t j = 0; j < k; j++) {
+        split_part<point_T>& p = parts[j];
+        point_T sum_others;
+        sum_others.inf();
+        if (p.others) {
+            st.sync();
+            msm_device<bucket_T>(gpu, tune, (const affine_T*)p.sc->points.ptr,
+                                 p.sc->scalars.ptr, p.others, &sum_others,
+                                 p.mem->room());
+        }
+        point_T sum_ones;
+        sum_ones.inf();
+        if (p.ones) {
+            std::vector<bucket_T> part(nsums);
+            st.DtoH(part.data(), (bucket_mem*)p.sc->sums.ptr + nsums, nsums);
+            st.sync();
+            sum_ones = sum_up(part);
+        }
         st.sync();
-        msm_device<bucket_T>(gpu, tune, (const affine_T*)gp, sc.scalars.ptr, others,
-                             &sum_others, mem.room());
+        *p.out = sum_others;
+        p.out->add(sum_ones);
     }
-    point_T sum_ones;
-    sum_ones.inf();
-    if (ones) {
-        std::vector<bucket_T> part(nsums);
-        st.DtoH(part.data(), acc, nsums);
-        st.sync();
-        sum_ones = sum_up(part);
-    }
-    st.sync();
-    *out = sum_others;
-    out->add(sum_ones);
     return true;
 }
 

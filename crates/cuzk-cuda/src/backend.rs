@@ -28,6 +28,8 @@ use cuzk_prover::synth::{PartitionWitness, WitnessSize};
 use crate::config::{GpuTuning, GpusConfig, DEFAULT_VRAM_MARGIN};
 use crate::metrics::{Counters, StagingCounts};
 use crate::{CudaError, SrsPlacement};
+#[cfg(feature = "cuda")]
+use cuzk_prover::srs::Section;
 
 /// MSMs with fewer points than this run on the CPU (launches cost more).
 pub const GPU_MIN_POINTS: usize = 1 << 10;
@@ -43,6 +45,9 @@ pub struct CudaBackend {
     vram_limit: Option<u64>,
     /// `gpus.abc_on_device`.
     abc_on_device: bool,
+    /// `gpus.partitions_per_pass`: partitions sharing each pass over the
+    /// streamed SRS sections (1: none share).
+    partitions_per_pass: usize,
     /// The failure hook (`gpus.tuning.fail_device`): partitions this
     /// backend proves before every later one fails.
     fail_after: Option<u64>,
@@ -76,6 +81,7 @@ impl CudaBackend {
     pub fn from_config(device: usize, gpus: &GpusConfig) -> Result<CudaBackend, CudaError> {
         let mut b = CudaBackend::with_placement(device, gpus.srs_on_device)?;
         b.abc_on_device = gpus.abc_on_device;
+        b.partitions_per_pass = gpus.partitions_per_pass.max(1);
         if gpus.tuning.fail_device == Some(device) {
             tracing::warn!(
                 device,
@@ -108,6 +114,7 @@ impl CudaBackend {
                 vram_margin: DEFAULT_VRAM_MARGIN,
                 vram_limit: None,
                 abc_on_device: true,
+                partitions_per_pass: crate::config::DEFAULT_PARTITIONS_PER_PASS,
                 fail_after: None,
                 calls: Default::default(),
                 counters: Default::default(),
@@ -119,6 +126,14 @@ impl CudaBackend {
             let _ = (device, placement, DEFAULT_VRAM_MARGIN);
             Err(CudaError::NotBuilt)
         }
+    }
+
+    /// Up to `k` partitions of one circuit share each pass over the SRS
+    /// sections streamed from host memory (`gpus.partitions_per_pass`; 1:
+    /// none share).
+    pub fn with_partitions_per_pass(mut self, k: usize) -> Self {
+        self.partitions_per_pass = k.max(1);
+        self
     }
 
     /// Device memory discipline: `vram_limit` bytes are all the card is
@@ -374,6 +389,30 @@ impl ProverBackend for CudaBackend {
         }
     }
 
+    fn partitions_per_pass(&self, device: Option<&cuzk_prover::backend::DeviceSrs>) -> usize {
+        #[cfg(feature = "cuda")]
+        {
+            // Only where some witness section streams from host memory.
+            let streams = match device.and_then(|d| d.downcast_ref::<crate::device_srs::OnDevice>())
+            {
+                Some(d) => [Section::L, Section::A, Section::BG1, Section::BG2]
+                    .iter()
+                    .any(|s| !d.resident(*s)),
+                None => true,
+            };
+            if streams {
+                self.partitions_per_pass
+            } else {
+                1
+            }
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = device;
+            1
+        }
+    }
+
     fn metrics(&self) -> Vec<BackendMetric> {
         crate::metrics::samples(&self.counters.get(), self.gpu_busy().ok())
     }
@@ -411,6 +450,8 @@ impl ProverBackend for CudaBackend {
 
 #[cfg(feature = "cuda")]
 mod gpu;
+#[cfg(feature = "cuda")]
+mod shared;
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 /// Default `gpus.vram_safety_margin`: device memory a partition leaves free.
 pub const DEFAULT_VRAM_MARGIN: u64 = 512 << 20;
 
+/// `gpus.partitions_per_pass` by default.
+pub const DEFAULT_PARTITIONS_PER_PASS: usize = 2;
+
 /// `[gpus]`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -40,6 +43,13 @@ pub struct GpusConfig {
     /// Applies when the card can hold two domain-sized vectors beside the
     /// assignment.
     pub abc_on_device: bool,
+    /// Partitions of one circuit that share each pass over the SRS
+    /// sections streamed from host memory (a card too small for the whole
+    /// SRS): the engine hands a GPU up to this many ready partitions at
+    /// once (never waiting for more, never with a CRITICAL one) and each
+    /// streamed section is copied to the device once for all of them.
+    /// 1: every partition streams the sections itself.
+    pub partitions_per_pass: usize,
     /// `[gpus.tuning]`.
     pub tuning: GpuTuning,
 }
@@ -53,6 +63,7 @@ impl Default for GpusConfig {
             vram_limit: None,
             vram_safety_margin: ByteSize::b(DEFAULT_VRAM_MARGIN),
             abc_on_device: true,
+            partitions_per_pass: DEFAULT_PARTITIONS_PER_PASS,
             tuning: GpuTuning::default(),
         }
     }
@@ -192,6 +203,12 @@ impl GpusConfig {
                 "gpus.tuning.stream_tile_points = {tile}: use 0 (the driver's choice) or 1024 to 2^28"
             )));
         }
+        if !(1..=8).contains(&self.partitions_per_pass) {
+            return Err(InvalidConfig(format!(
+                "gpus.partitions_per_pass = {}: use 1 (none share) to 8",
+                self.partitions_per_pass
+            )));
+        }
         if self.tuning.copy_threads > 64 {
             return Err(InvalidConfig(format!(
                 "gpus.tuning.copy_threads = {}: at most 64",
@@ -248,6 +265,14 @@ mod tests {
             ..Default::default()
         };
         assert!(g.validate().unwrap_err().0.contains("twice"));
+        for (k, ok) in [(0, false), (1, true), (2, true), (8, true), (9, false)] {
+            let g = GpusConfig {
+                partitions_per_pass: k,
+                ..Default::default()
+            };
+            assert_eq!(g.validate().is_ok(), ok, "partitions_per_pass {k}");
+        }
+        assert_eq!(GpusConfig::default().partitions_per_pass, 2);
     }
 
     #[test]

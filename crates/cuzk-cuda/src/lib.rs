@@ -41,6 +41,8 @@ pub mod metrics;
 #[cfg(feature = "cuda")]
 mod pinned;
 pub mod residency;
+#[cfg(feature = "cuda")]
+mod shared_pass;
 pub mod staging;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod urgent_lock;

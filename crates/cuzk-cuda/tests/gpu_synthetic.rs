@@ -112,6 +112,9 @@ fn synthetic_circuits_equal_cpu_proofs() {
     let tier = DeviceTier::new();
     check(&streamed, &tier, 16, 1);
     check(&streamed, &tier, 20, 1);
+    // Two partitions sharing each streamed pass (gpus.partitions_per_pass
+    // is 2 by default).
+    check(&streamed, &tier, 20, 2);
     // Streamed in small tiles: every MSM (H's batches, the split's tiles)
     // crosses many tile boundaries, with both tiles refilled many times.
     for tile in [4096u64, 1 << 15] {
@@ -122,7 +125,7 @@ fn synthetic_circuits_equal_cpu_proofs() {
         let tiled = streamed.clone().with_tuning(&tuning).expect("tuning");
         eprintln!("streamed in tiles of {tile} points");
         check(&tiled, &tier, 16, 1);
-        check(&tiled, &tier, 20, 1);
+        check(&tiled, &tier, 20, 2);
     }
     streamed
         .with_tuning(&cuzk_cuda::GpuTuning::default())
@@ -488,4 +491,72 @@ fn an_injected_failure_in_one_worker_leaves_the_other_alone() {
         "{st:?}"
     );
     tier.forget("chain 2^18");
+}
+
+/// Partitions sharing a pass over the streamed sections (tiles of 4096
+/// points, so each section crosses many tiles): the proofs are the CPU
+/// backend's and those of one partition at a time, and L, A and B are
+/// copied to the device once for the group, not once per partition.
+#[test]
+fn partitions_sharing_a_streamed_pass_copy_each_section_once() {
+    let Some(_gpu) = common::gpu() else { return };
+    let log = 18;
+    let count = 3;
+    let mut rng = ChaCha8Rng::seed_from_u64(1818);
+    let steps = Chain::for_log(log, None).steps;
+    let (srs, _) = cuzk_setup::generate(Chain { x: None, steps }, &mut rng).expect("parameters");
+    let srs = srs.as_srs_ref();
+    let witnesses: Vec<_> = (0..count)
+        .map(|_| {
+            synthesize(Chain {
+                x: Some(Scalar::random(&mut rng)),
+                steps,
+            })
+            .expect("synthesis")
+            .witness
+        })
+        .collect();
+    let r: Vec<Scalar> = (0..count).map(|_| Scalar::random(&mut rng)).collect();
+    let s: Vec<Scalar> = (0..count).map(|_| Scalar::random(&mut rng)).collect();
+    let (cpu, _) = CpuBackend
+        .prove(&mut witnesses.clone(), &srs, &r, &s)
+        .expect("CPU proofs");
+    let cpu: Vec<_> = cpu.iter().map(|p| p.to_bytes()).collect();
+    let tuning = cuzk_cuda::GpuTuning {
+        stream_tile_points: 4096,
+        ..Default::default()
+    };
+    let streamed = |k: usize| {
+        CudaBackend::with_placement(0, SrsPlacement::Never)
+            .expect("streamed backend")
+            .with_tuning(&tuning)
+            .expect("tuning")
+            .with_partitions_per_pass(k)
+    };
+    let run = |k: usize| {
+        let (proofs, stats) = streamed(k)
+            .prove(&mut witnesses.clone(), &srs, &r, &s)
+            .unwrap_or_else(|e| panic!("{k} per pass: {e}"));
+        common::print_stats(
+            &format!("2^{log} x{count}, {k} per pass"),
+            &stats,
+            std::time::Duration::ZERO,
+        );
+        let bytes: Vec<_> = proofs.iter().map(|p| p.to_bytes()).collect();
+        assert!(
+            bytes == cpu,
+            "{k} per pass: the proofs differ from the CPU's"
+        );
+        stats.streamed_bytes
+    };
+    let alone = run(1);
+    let shared = run(count);
+    let bi = witnesses[0].b_input_density.count();
+    let ni = witnesses[0].input.len();
+    let h = srs.h.len() as u64 * 96;
+    let witness_sections = (srs.l.len() + srs.a.len() - ni + srs.b_g1.len() - bi) as u64 * 96
+        + (srs.b_g2.len() - bi) as u64 * 192;
+    let n = count as u64;
+    assert_eq!(alone, n * (h + witness_sections), "one partition at a time");
+    assert_eq!(shared, n * h + witness_sections, "one pass for the group");
 }

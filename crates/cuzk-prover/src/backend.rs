@@ -261,6 +261,17 @@ pub trait ProverBackend: Send + Sync {
         Ok(SrsPreparation::Host)
     }
 
+    /// How many partitions of one circuit the engine may hand this
+    /// backend in one call, given the SRS as its device holds it
+    /// (`device`: what [`ProverBackend::prepare_srs`] made ready, if
+    /// anything): more than one where they share work (a GPU streaming
+    /// SRS sections from host memory reads each once for the group). By
+    /// default one.
+    fn partitions_per_pass(&self, device: Option<&DeviceSrs>) -> usize {
+        let _ = device;
+        1
+    }
+
     /// The backend's own metrics, read at every scrape (none by default).
     fn metrics(&self) -> Vec<BackendMetric> {
         Vec::new()

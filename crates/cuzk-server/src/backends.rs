@@ -63,6 +63,7 @@ fn cuda(gpus: &GpusConfig) -> Result<Vec<Arc<dyn ProverBackend>>, BackendError> 
             srs_on_device = ?gpus.srs_on_device,
             vram_limit = gpus.vram_limit.map_or(0, |l| l.as_u64()),
             vram_safety_margin = gpus.vram_safety_margin.as_u64(),
+            partitions_per_pass = gpus.partitions_per_pass,
             tuning = ?gpus.tuning,
             "CUDA prover backend"
         );

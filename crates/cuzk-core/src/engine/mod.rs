@@ -15,9 +15,11 @@
 //! jobs runs while earlier ones are proved. Every partition's memory is
 //! reserved from the [`MemoryBudget`] before synthesis and given back in two
 //! steps (a/b/c when the backend has consumed them, the rest when the
-//! partition is proved). Workers live in [`workers`].
+//! partition is proved). Synthesis workers live in [`workers`], prover
+//! workers in [`proving`].
 
 mod journaling;
+mod proving;
 mod recover;
 mod submit;
 mod synthesis;
@@ -197,6 +199,11 @@ pub(crate) struct Inner {
     worker_device: Vec<usize>,
     /// Which prover workers take only CRITICAL partitions.
     prover_critical: Vec<bool>,
+    /// Per device: how many ready partitions of one circuit a prover
+    /// worker takes at once (the backend's
+    /// [`ProverBackend::partitions_per_pass`] after its last call; one
+    /// until then).
+    pass_hint: Vec<std::sync::atomic::AtomicUsize>,
     /// Synthesis workers from this index on take only CRITICAL jobs.
     critical_synth_from: usize,
     /// Synthesized partitions that may wait for a prover
@@ -333,6 +340,9 @@ impl Engine {
             mem_head: Mutex::new(None),
             worker_device,
             prover_critical,
+            pass_hint: (0..backends)
+                .map(|_| std::sync::atomic::AtomicUsize::new(1))
+                .collect(),
             critical_synth_from,
             queue_cap,
             max_jobs,

@@ -137,7 +137,7 @@ impl Engine {
             if !st.accepting {
                 return Err(SubmitError::ShuttingDown);
             }
-            if let Some(why) = super::workers::no_device_in_service(&st, &self.inner) {
+            if let Some(why) = super::proving::no_device_in_service(&st, &self.inner) {
                 return Err(SubmitError::NoDevice(why));
             }
             prune_finished(&mut st, self.inner.config.job_retention);

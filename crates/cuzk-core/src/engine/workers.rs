@@ -1,7 +1,8 @@
 //! The engine's worker threads: synthesis workers turn queued jobs'
 //! partitions into witnesses (after reserving their memory), prover workers
-//! turn witnesses into partition proofs on the backend (holding the SRS);
-//! the worker that proves a job's last partition assembles and verifies it.
+//! (`proving.rs`) turn witnesses into partition proofs on the backend
+//! (holding the SRS); the worker that proves a job's last partition
+//! assembles and verifies it (here).
 //!
 //! Every partition step logs a timeline event (`partition` target):
 //! synthesis start/end, prove start/end, assembled.
@@ -11,12 +12,10 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blstrs::Scalar;
 use cuzk_circuits::PartitionSource;
 use cuzk_prover::srs::SectionCounts;
-use cuzk_prover::{AbcAt, HostBytes, ProverBackend, ProverError, WitnessSize};
-use ff::Field;
-use tracing::{error, info};
+use cuzk_prover::{AbcAt, HostBytes, ProverBackend, WitnessSize};
+use tracing::info;
 
 use super::{end_job, Inner, PartKey, ReadyPartition, State, WorkerTask};
 use crate::budget::{Claim, Reservation};
@@ -41,7 +40,7 @@ pub(super) fn spawn(inner: &Arc<Inner>, synth: usize, prove: usize) {
         let inner = inner.clone();
         std::thread::Builder::new()
             .name(format!("cuzk-prove-{w}"))
-            .spawn(move || prove_loop(&inner, w))
+            .spawn(move || super::proving::prove_loop(&inner, w))
             .expect("spawn prover worker");
     }
 }
@@ -68,7 +67,7 @@ pub fn partition_bytes(backends: &[Arc<dyn ProverBackend>], size: &WitnessSize) 
         })
 }
 
-fn catch<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+pub(super) fn catch<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     match std::panic::catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(payload) => {
@@ -83,7 +82,7 @@ fn catch<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, Stri
 }
 
 /// Why a job should stop, if it should.
-fn halted(inner: &Inner, job: &Job) -> Option<String> {
+pub(super) fn halted(inner: &Inner, job: &Job) -> Option<String> {
     if job.is_done() || job.cancel_requested() {
         return Some(String::new());
     }
@@ -95,7 +94,7 @@ fn halted(inner: &Inner, job: &Job) -> Option<String> {
 }
 
 /// What a step produced.
-enum Step<T> {
+pub(super) enum Step<T> {
     Done(T),
     /// The job ended meanwhile (cancelled, failed elsewhere): drop the work.
     Dropped,
@@ -110,7 +109,7 @@ enum Step<T> {
 
 /// Runs a worker step, turning a panic anywhere in it into a failure, so a
 /// worker thread never dies and no claimed partition is forgotten.
-fn guarded<T>(what: &str, f: impl FnOnce() -> Step<T>) -> Step<T> {
+pub(super) fn guarded<T>(what: &str, f: impl FnOnce() -> Step<T>) -> Step<T> {
     match catch(what, || Ok(f())) {
         Ok(step) => step,
         Err(e) => Step::Failed(e),
@@ -457,228 +456,8 @@ fn expire_queued(st: &mut State, inner: &Inner) {
     }
 }
 
-fn prove_loop(inner: &Arc<Inner>, w: usize) {
-    loop {
-        let part = {
-            let mut st = inner.lock();
-            loop {
-                if st.stopping {
-                    return;
-                }
-                let in_service = st.out_of_service[inner.worker_device[w]].is_none();
-                if !in_service {
-                    // Out of service: this worker takes nothing more.
-                } else if let Some(part) = take_ready(&mut st, inner.prover_critical[w]) {
-                    st.prove_busy[w] = Some(WorkerTask {
-                        job_id: part.job.id.clone(),
-                        kind: part.job.kind,
-                        partition: part.k,
-                    });
-                    inner.metrics.partitions("ready", st.ready.len());
-                    break part;
-                }
-                st = inner.prove_cv.wait(st).unwrap_or_else(|p| p.into_inner());
-            }
-        };
-        // The ready queue has room again.
-        inner.synth_cv.notify_all();
-        let job = part.job.clone();
-        let k = part.k;
-        let t = Instant::now();
-        let slot = inner.worker_device[w];
-        let backend = &inner.parts.backends[slot];
-        let step = guarded("proving", || prove(inner, slot, backend.as_ref(), part));
-        inner.metrics.worker_busy("prove", t.elapsed());
-        let mut st = inner.lock();
-        st.prove_busy[w] = None;
-        job.run().active -= 1;
-        match step {
-            Step::Done(proof) if !job.is_done() => {
-                let complete = {
-                    let mut run = job.run();
-                    run.proofs[k] = Some(proof);
-                    run.proved += 1;
-                    run.partitions == Some(run.proved)
-                };
-                if complete {
-                    drop(st);
-                    finish(inner, &job);
-                }
-            }
-            Step::Done(_) | Step::Dropped | Step::Returned => {}
-            Step::Lost(why) => device_lost(&mut st, inner, slot, (&job, k), why),
-            // Whatever a partition on a device already out of service ends
-            // with, it is proved again elsewhere.
-            Step::Failed(e) if st.out_of_service[slot].is_some() => {
-                device_lost(&mut st, inner, slot, (&job, k), e)
-            }
-            Step::Failed(e) => {
-                let outcome = job.outcome_now(JobStatus::Failed, Vec::new(), e, Duration::ZERO);
-                end_job(&mut st, inner, &job, outcome);
-            }
-        }
-    }
-}
-
-/// Device `slot` failed under partition `k` of `job`: the device goes out
-/// of service (its workers take nothing more), the partition back to its
-/// job to be synthesized again and proved on another device. With no
-/// device left in service, every job ends failed, saying why.
-fn device_lost(
-    st: &mut State,
-    inner: &Inner,
-    slot: usize,
-    (job, k): (&Arc<Job>, usize),
-    why: String,
-) {
-    let name = inner.parts.backends[slot].name();
-    if st.out_of_service[slot].is_none() {
-        error!(
-            device = %name,
-            job_id = %job.id,
-            partition = k,
-            "device out of service, its partitions go to the other devices: {why}"
-        );
-        inner.metrics.device_out_of_service(&name);
-        st.out_of_service[slot] = Some(why);
-    }
-    if !job.is_done() {
-        job.run().returned.push(k);
-        st.synth_queue
-            .insert((Reverse(job.priority), job.seq), job.clone());
-        inner.synth_cv.notify_all();
-    }
-    if let Some(why) = no_device_in_service(st, inner) {
-        // Jobs with every partition proved are being verified: they end
-        // as their proofs say.
-        let needs_prover = |j: &Arc<Job>| {
-            let run = j.run();
-            !j.is_done() && run.partitions != Some(run.proved)
-        };
-        let jobs: Vec<Arc<Job>> = st
-            .jobs
-            .values()
-            .filter(|j| needs_prover(j))
-            .cloned()
-            .collect();
-        for j in jobs {
-            let outcome = j.outcome_now(
-                JobStatus::Failed,
-                Vec::new(),
-                format!("no prover device is in service: {why}"),
-                Duration::ZERO,
-            );
-            end_job(st, inner, &j, outcome);
-        }
-    }
-}
-
-/// Why no device can prove, when every one is out of service: each
-/// device's name and reason.
-pub(super) fn no_device_in_service(st: &State, inner: &Inner) -> Option<String> {
-    let mut why = Vec::new();
-    for (slot, out) in st.out_of_service.iter().enumerate() {
-        why.push(format!(
-            "{}: {}",
-            inner.parts.backends[slot].name(),
-            out.as_ref()?
-        ));
-    }
-    Some(why.join("; "))
-}
-
-/// The most urgent ready partition, if this worker may take it (a worker
-/// kept for CRITICAL work takes nothing else).
-fn take_ready(st: &mut State, critical_only: bool) -> Option<ReadyPartition> {
-    let key = *st.ready.first_key_value()?.0;
-    if critical_only && key.0 .0 != Priority::Critical {
-        return None;
-    }
-    st.ready.remove(&key)
-}
-
-/// Proves a partition on the backend of device `slot`, with the SRS on
-/// its device when the SRS manager's device tier has (or makes) it there.
-fn prove(
-    inner: &Arc<Inner>,
-    slot: usize,
-    backend: &dyn ProverBackend,
-    mut part: ReadyPartition,
-) -> Step<Vec<u8>> {
-    let job = part.job.clone();
-    if let Some(why) = halted(inner, &job) {
-        return if why.is_empty() {
-            Step::Dropped
-        } else {
-            Step::Failed(why)
-        };
-    }
-    let mut rng = rand::rngs::OsRng;
-    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-    let mut witnesses = [std::mem::take(&mut part.witness)];
-    // A CRITICAL partition goes first on a device other partitions share.
-    witnesses[0].urgent = job.priority == Priority::Critical;
-    let (abc, k) = (part.abc_bytes, part.k);
-    let reservation = &mut part.reservation;
-    let lease = &part.srs;
-    let device = match inner.parts.srs.on_device(lease, slot, backend, &part.size) {
-        Ok(d) => d,
-        Err(e) => return Step::Failed(format!("partition {k}: {e}")),
-    };
-    let srs = match device.srs() {
-        Some(d) => lease.data().as_srs_ref().on_device(d),
-        None => lease.data().as_srs_ref(),
-    };
-    info!(target: "partition", job_id = %job.id, partition = k, "prove start");
-    let t = Instant::now();
-    let proved = catch("the prover backend", || {
-        Ok(
-            backend.prove_with(&mut witnesses, &srs, &[r], &[s], &mut |_| {
-                reservation.release(abc)
-            }),
-        )
-    });
-    let took = t.elapsed();
-    // The device copy's use, the rest of the reservation and the SRS lease
-    // go back here, then the witness's vectors to the pool (charged again
-    // if there is room).
-    drop(device);
-    drop(part);
-    for w in witnesses {
-        w.recycle();
-    }
-    inner
-        .metrics
-        .budget(inner.parts.budget.used(), inner.parts.budget.limit());
-    job.run().compute += took;
-    inner.metrics.partition_stage(job.kind, "prove", took);
-    // SRS bytes the backend copied from host memory for this partition
-    // (a GPU streaming the sections it does not keep).
-    let streamed = match &proved {
-        Ok(Ok((_, stats))) => stats.streamed_bytes,
-        _ => 0,
-    };
-    info!(
-        target: "partition",
-        job_id = %job.id,
-        partition = k,
-        ms = took.as_millis() as u64,
-        srs_streamed_bytes = streamed,
-        "prove end"
-    );
-    match proved {
-        Ok(Ok((proofs, _))) => match proofs.first() {
-            Some(p) => Step::Done(p.to_bytes().to_vec()),
-            None => Step::Failed("the backend returned no proof".into()),
-        },
-        Ok(Err(e @ ProverError::Device(_))) => Step::Lost(format!("partition {k}: {e}")),
-        Ok(Err(e)) => Step::Failed(format!("partition {k}: {e}")),
-        Err(e) => Step::Failed(e),
-    }
-}
-
 /// Assembles the partition proofs in order, verifies, and ends the job.
-fn finish(inner: &Arc<Inner>, job: &Arc<Job>) {
+pub(super) fn finish(inner: &Arc<Inner>, job: &Arc<Job>) {
     let proof: Vec<u8> = job
         .run()
         .proofs

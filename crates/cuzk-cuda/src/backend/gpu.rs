@@ -41,6 +41,9 @@ pub(super) fn prove(
     s: &[Scalar],
     abc_freed: &mut dyn FnMut(usize),
 ) -> Result<(Vec<Proof>, ProveStats), ProverError> {
+    if super::shared::applies(backend, witnesses, srs) {
+        return super::shared::prove(backend, counters, witnesses, srs, (r, s), abc_freed);
+    }
     let mut stats = ProveStats::default();
     let mut proofs = Vec::with_capacity(witnesses.len());
     // This call's own context (buffers, upload stream); the device lock
@@ -94,15 +97,34 @@ fn z_inverse(n: usize) -> Result<Scalar, ProverError> {
     Option::from(z.invert()).ok_or_else(|| ProverError::Input("Z(g) is zero".into()))
 }
 
-fn partition(
+/// What both stages of one partition start from: its domain, the shape's
+/// matrices on the device (when a, b and c are left to this backend) and
+/// the SRS sections on the device.
+pub(super) struct Prepared {
+    pub(super) mats: Option<std::sync::Arc<DeviceMatrices>>,
+    pub(super) resident: Resident,
+    pub(super) n: usize,
+    pub(super) lg_n: u32,
+}
+
+impl Prepared {
+    pub(super) fn stage(&self) -> Stage<'_> {
+        Stage {
+            resident: self.resident,
+            mats: self.mats.as_deref(),
+            n: self.n,
+            lg_n: self.lg_n,
+        }
+    }
+}
+
+/// Checks the witness against the SRS and finds what its stages need.
+pub(super) fn prepare(
     ctx: &mut Ctx,
     backend: &CudaBackend,
-    counters: &Counters,
-    w: &mut PartitionWitness,
+    w: &PartitionWitness,
     srs: &SrsRef<'_>,
-    stats: &mut ProveStats,
-    abc_freed: &mut dyn FnMut(),
-) -> Result<MsmResults, ProverError> {
+) -> Result<Prepared, ProverError> {
     let (n, lg_n) = domain(w.num_constraints())?;
     check_srs(w, srs, n)?;
     for d in [&w.a_aux_density, &w.b_aux_density] {
@@ -114,7 +136,6 @@ fn partition(
             )));
         }
     }
-
     let dev = &*backend.dev;
     // a, b and c left to this backend: from the shape's matrices, kept
     // on the device.
@@ -122,10 +143,19 @@ fn partition(
         Some(m) if w.abc_deferred() => Some(dev.matrices.get(ctx, &**m)?),
         _ => None,
     };
-    // The sections on the device when the engine prepared them there for
-    // this backend (the others stream); the handle keeps them there until
-    // this call returns.
-    let res = match srs.device.map(|d| d.downcast_ref::<OnDevice>()) {
+    Ok(Prepared {
+        mats,
+        resident: resident(backend, srs),
+        n,
+        lg_n,
+    })
+}
+
+/// The sections on the device when the engine prepared them there for
+/// this backend (the others stream); the handle in `srs` keeps them there
+/// until the call returns.
+pub(super) fn resident(backend: &CudaBackend, srs: &SrsRef<'_>) -> Resident {
+    match srs.device.map(|d| d.downcast_ref::<OnDevice>()) {
         None => Resident::none(),
         Some(Some(d)) if d.serves(&backend.dev, srs) => Resident::of(d),
         Some(_) => {
@@ -135,25 +165,12 @@ fn partition(
             );
             Resident::none()
         }
-    };
-    // One deadline for every wait for device memory of this partition.
-    let deadline = Instant::now() + MEMORY_WAIT_LIMIT;
-    let wait = Waits {
-        dev,
-        counters,
-        deadline,
-    };
+    }
+}
 
-    // At the top tier with several workers, or with a, b and c evaluated
-    // on the device, aux is on the device already and the device lock is
-    // still held for the MSM stage.
-    let at = Stage {
-        resident: res,
-        mats: mats.as_deref(),
-        n,
-        lg_n,
-    };
-    let (h, tier, mut region) = h_stage(ctx, backend, &wait, w, srs, &at, stats)?;
+/// The H stage's result handed to the MSM stage: a, b and c are given
+/// back to the pool (their reservation released) once H is computed.
+pub(super) fn give_back_abc(w: &mut PartitionWitness, abc_freed: &mut dyn FnMut()) {
     let abc = [
         std::mem::take(&mut w.a),
         std::mem::take(&mut w.b),
@@ -163,16 +180,52 @@ fn partition(
     for v in abc {
         cuzk_prover::pool::pool().give(v);
     }
+}
+
+fn partition(
+    ctx: &mut Ctx,
+    backend: &CudaBackend,
+    counters: &Counters,
+    w: &mut PartitionWitness,
+    srs: &SrsRef<'_>,
+    stats: &mut ProveStats,
+    abc_freed: &mut dyn FnMut(),
+) -> Result<MsmResults, ProverError> {
+    let prepared = prepare(ctx, backend, w, srs)?;
+    let res = prepared.resident;
+    // One deadline for every wait for device memory of this partition.
+    let wait = Waits::new(&backend.dev, counters);
+
+    // At the top tier with several workers, or with a, b and c evaluated
+    // on the device, aux is on the device already and the device lock is
+    // still held for the MSM stage.
+    let at = prepared.stage();
+    let (h, tier, region) = h_stage(ctx, backend, &wait, w, srs, &at, stats)?;
+    give_back_abc(w, abc_freed);
     // Below the top tier the A and B scalars are picked over aux itself
     // where a second vector would crowd the MSMs (`Picks::small`).
     let small = tier != StagingTier::All;
+    let m = msm_stage_waiting(ctx, backend, &wait, w, srs, (res, small), region, stats)?;
+    Ok(MsmResults { h, ..m })
+}
 
-    // The MSM stage needs aux and scratch on the device: when it runs
-    // out of memory while other partitions hold some, it waits for
-    // them and runs again.
+/// [`msm_stage`], which needs aux and scratch on the device: when it runs
+/// out of memory while other partitions hold some, it waits for them and
+/// runs again.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn msm_stage_waiting(
+    ctx: &mut Ctx,
+    backend: &CudaBackend,
+    wait: &Waits<'_>,
+    w: &PartitionWitness,
+    srs: &SrsRef<'_>,
+    (res, small): (Resident, bool),
+    mut region: Option<KernelRegion<'_>>,
+    stats: &mut ProveStats,
+) -> Result<MsmResults, ProverError> {
     loop {
         match msm_stage(ctx, backend, w, srs, res, small, region.take(), stats) {
-            Ok(m) => return Ok(MsmResults { h, ..m }),
+            Ok(m) => return Ok(m),
             Err(CudaError::OutOfMemory(why)) => {
                 let (_, streamed) = ctx.take_shape()?;
                 stats.streamed_bytes += streamed;
@@ -191,7 +244,7 @@ fn partition(
 /// top tier (`small`) A's scalars are picked over aux, so A goes last.
 /// `h` of the result is left at zero.
 #[allow(clippy::too_many_arguments)]
-fn msm_stage(
+pub(super) fn msm_stage(
     ctx: &mut Ctx,
     backend: &CudaBackend,
     w: &PartitionWitness,
@@ -293,7 +346,7 @@ fn msm_stage(
 /// allows, falling back a tier when an allocation fails. a, b and c are
 /// still needed after a failure, so the caller frees them only after.
 #[allow(clippy::too_many_arguments)]
-fn h_stage<'d>(
+pub(super) fn h_stage<'d>(
     ctx: &mut Ctx,
     backend: &'d CudaBackend,
     wait: &Waits<'_>,
@@ -319,7 +372,12 @@ fn h_stage<'d>(
             && Instant::now() < wait.deadline
         {
             // Not even the lowest tier fits: memory other partitions
-            // hold comes back, or this one tries its luck alone.
+            // hold comes back, or this one tries its luck alone. A
+            // waiting partition holds nothing: two partitions each
+            // keeping buffers the other needs would wait for each other.
+            if held > 0 {
+                ctx.trim()?;
+            }
             match dev.wait_for_memory()? {
                 Wait::Alone => {}
                 Wait::Freed => continue 'measure,
@@ -445,16 +503,16 @@ fn h_at<'d>(
 /// Which SRS sections are on the device for this partition (the others
 /// are streamed from host memory).
 #[derive(Clone, Copy)]
-struct Resident {
-    h: bool,
-    l: bool,
-    a: bool,
-    b_g1: bool,
-    b_g2: bool,
+pub(super) struct Resident {
+    pub(super) h: bool,
+    pub(super) l: bool,
+    pub(super) a: bool,
+    pub(super) b_g1: bool,
+    pub(super) b_g2: bool,
 }
 
 impl Resident {
-    fn none() -> Resident {
+    pub(super) fn none() -> Resident {
         Resident {
             h: false,
             l: false,
@@ -476,7 +534,7 @@ impl Resident {
 }
 
 /// What [`h_stage`] works with besides the witness.
-struct Stage<'a> {
+pub(super) struct Stage<'a> {
     /// The SRS sections on the device.
     resident: Resident,
     /// a, b and c are evaluated from these matrices on the device.
@@ -534,17 +592,27 @@ fn h_copied<'d>(
 
 /// Waiting for device memory that other partitions on the device hold,
 /// until one deadline for the whole partition.
-struct Waits<'a> {
+pub(super) struct Waits<'a> {
     dev: &'a Device,
     counters: &'a Counters,
     deadline: Instant,
 }
 
-impl Waits<'_> {
+impl<'a> Waits<'a> {
+    /// One deadline, [`MEMORY_WAIT_LIMIT`] from now, for every wait of a
+    /// partition (or of a group of partitions sharing passes).
+    pub(super) fn new(dev: &'a Device, counters: &'a Counters) -> Waits<'a> {
+        Waits {
+            dev,
+            counters,
+            deadline: Instant::now() + MEMORY_WAIT_LIMIT,
+        }
+    }
+
     /// After running out of device memory (`why`): waits for memory that
     /// other partitions on the device hold, or gives the error back when
     /// this partition is alone on the device or the deadline has passed.
-    fn or_fail(&self, why: String) -> Result<(), CudaError> {
+    pub(super) fn or_fail(&self, why: String) -> Result<(), CudaError> {
         if Instant::now() >= self.deadline {
             return Err(CudaError::OutOfMemory(why));
         }
@@ -567,15 +635,15 @@ fn z_inv(n: usize) -> Result<Scalar, CudaError> {
 /// density into a second buffer ([`Source::Picked`]), or, below the top
 /// tier where that buffer would crowd the MSMs (`small`), over aux itself
 /// ([`Source::Aux`]; aux is uploaded again if a later pick needs it whole).
-struct Picks {
-    small: bool,
-    aux_whole: bool,
+pub(super) struct Picks {
+    pub(super) small: bool,
+    pub(super) aux_whole: bool,
 }
 
 impl Picks {
     /// Puts the aux scalars of `density` on the device and says where;
     /// `last`: no later pick needs aux.
-    fn pick(
+    pub(super) fn pick(
         &mut self,
         ctx: &mut Ctx,
         aux: &[Scalar],
