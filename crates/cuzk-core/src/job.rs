@@ -67,6 +67,10 @@ pub struct JobOutcome {
     /// Why the job did not complete; empty when it did.
     pub error: String,
     pub timings: JobTimings,
+    /// Ended by a graceful stop while the journal keeps it unfinished: the
+    /// next start runs it again, so a waiter is told to come back (gRPC
+    /// `UNAVAILABLE`), not that it failed.
+    pub resumes: bool,
 }
 
 /// Where a job is in its life.
@@ -284,6 +288,7 @@ impl Job {
             status,
             proof,
             error,
+            resumes: false,
             timings: JobTimings {
                 queue_wait: started - self.submitted,
                 srs_load: run.srs_load,

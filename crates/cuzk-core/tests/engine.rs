@@ -611,7 +611,8 @@ async fn shutdown_fails_unstarted_jobs_and_refuses_new_ones() {
     let stop = tokio::spawn(async move { e2.shutdown(Duration::from_secs(20)).await });
     let o = done(&e, &queued.job_id).await;
     assert_eq!(o.status, JobStatus::Failed);
-    assert!(o.error.contains("shutting down"), "{}", o.error);
+    assert!(o.error.contains("never started"), "{}", o.error);
+    assert!(!o.resumes, "no journal keeps it: failed for good");
     assert_eq!(
         e.enqueue(request(4, Priority::Normal, None)),
         Err(SubmitError::ShuttingDown)
@@ -631,7 +632,8 @@ async fn shutdown_grace_fails_a_job_that_runs_too_long() {
     e.shutdown(Duration::from_millis(50)).await;
     let o = done(&e, &running.job_id).await;
     assert_eq!(o.status, JobStatus::Failed);
-    assert!(o.error.contains("stopped before"), "{}", o.error);
+    assert!(o.error.contains("had not finished"), "{}", o.error);
+    assert!(!o.resumes, "no journal keeps it: failed for good");
     s.prove_gate.open();
 }
 

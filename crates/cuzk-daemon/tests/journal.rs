@@ -1,7 +1,9 @@
 //! The job journal with the real `cuzk-daemon` binary: jobs accepted before
 //! a `kill -9` are all answered after a restart, with proofs that verify,
-//! and completed ones are never proved twice; a corrupt journal is set
-//! aside and the daemon starts and serves.
+//! and completed ones are never proved twice; a graceful stop answers the
+//! waiters of jobs it leaves in the journal `UNAVAILABLE` (they resume),
+//! never `FAILED`; a corrupt journal is set aside and the daemon starts and
+//! serves.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -90,6 +92,17 @@ impl Setup {
     fn log_text(&self, n: u32) -> String {
         std::fs::read_to_string(self.log(n)).unwrap_or_default()
     }
+}
+
+/// Sends `kill -TERM` and waits for the daemon to exit.
+fn sigterm(child: &mut Child) {
+    let ok = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status()
+        .expect("run kill")
+        .success();
+    assert!(ok, "kill -TERM failed");
 }
 
 fn kill9(child: &mut Child) {
@@ -283,6 +296,89 @@ async fn kill_9_loses_no_job_and_proves_no_completed_job_twice() {
         "{}",
         s.log_text(2)
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stop_answers_unavailable_for_journaled_jobs_and_the_restart_proves_them_once() {
+    let s = Setup::new().await;
+    let (mut child, mut c) = s.start(1).await;
+    let all = jobs(&s.fixtures);
+    for (id, r) in &all {
+        c.submit_proof(submit_request(r.clone()))
+            .await
+            .unwrap_or_else(|e| panic!("submit {id}: {e}"));
+    }
+    // Every job awaited while the daemon stops, the queued ones too.
+    let waits: Vec<_> = all
+        .iter()
+        .map(|(id, _)| {
+            let (mut c, id) = (c.clone(), id.to_string());
+            tokio::spawn(async move {
+                let r = c
+                    .await_proof(AwaitProofRequest {
+                        job_id: id.clone(),
+                        timeout_ms: 0,
+                    })
+                    .await;
+                (id, r)
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    sigterm(&mut child);
+    let mut proofs = HashMap::new();
+    let mut resumed = Vec::new();
+    for w in waits {
+        let (id, r) = w.await.unwrap();
+        match r {
+            Ok(r) => {
+                let r = r.into_inner();
+                assert_eq!(
+                    r.status,
+                    Status::Completed as i32,
+                    "{id}: a job the stop leaves journaled is not failed: {}",
+                    r.error_message
+                );
+                proofs.insert(id, r.proof);
+            }
+            Err(e) => {
+                assert_eq!(e.code(), tonic::Code::Unavailable, "{id}: {e}");
+                assert!(
+                    e.message().contains("runs again after the restart"),
+                    "{id}: {e}"
+                );
+                resumed.push(id);
+            }
+        }
+    }
+    let exit = child.wait().expect("reaped");
+    assert!(exit.success(), "graceful stop: {exit}");
+    assert!(
+        !resumed.is_empty(),
+        "some job was still unfinished at the stop"
+    );
+
+    let (mut child, mut c) = s.start(2).await;
+    for id in &resumed {
+        let r = await_job(&mut c, id).await;
+        assert_eq!(
+            r.status,
+            Status::Completed as i32,
+            "{id}: {}",
+            r.error_message
+        );
+        proofs.insert(id.clone(), r.proof);
+    }
+    for (id, _) in &all {
+        assert!(verify(&s.fixtures, id, &proofs), "{id}'s proof verifies");
+    }
+    // The restart proved the resumed jobs, each once, and nothing else.
+    assert_eq!(
+        status(&mut c).await.total_proofs_completed,
+        resumed.len() as u64,
+        "resumed: {resumed:?}"
+    );
+    kill9(&mut child);
 }
 
 fn corrupt(path: &Path) {

@@ -52,6 +52,13 @@ impl ProvingService {
             .await
             .map_err(job_status)?
         {
+            // A job the stop leaves in the journal is not failed: the
+            // caller awaits it again (or resubmits the same request id)
+            // once the daemon is back.
+            AwaitOutcome::Done(outcome) if outcome.resumes => Err(Status::unavailable(format!(
+                "job {job_id}: {}",
+                outcome.error
+            ))),
             AwaitOutcome::Done(outcome) => Ok(await_response(job_id, &outcome)),
             AwaitOutcome::Timeout => Ok(timeout_response(job_id)),
         }

@@ -537,12 +537,7 @@ impl Engine {
                 .cloned()
                 .collect();
             for job in &unstarted {
-                let outcome = job.outcome_now(
-                    JobStatus::Failed,
-                    Vec::new(),
-                    "daemon shutting down; the job was never started".into(),
-                    Duration::ZERO,
-                );
+                let outcome = self.stopped_outcome(job, "the job was never started");
                 end_job_as(&mut st, &self.inner, job, outcome, Journaled::No);
             }
             unstarted.len()
@@ -561,12 +556,7 @@ impl Engine {
                 let mut st = self.inner.lock();
                 for job in running {
                     warn!(job_id = %job.id, "job still running at the end of the shutdown grace; failing it");
-                    let outcome = job.outcome_now(
-                        JobStatus::Failed,
-                        Vec::new(),
-                        "daemon stopped before the job finished".into(),
-                        Duration::ZERO,
-                    );
+                    let outcome = self.stopped_outcome(&job, "the job had not finished");
                     end_job_as(&mut st, &self.inner, &job, outcome, Journaled::No);
                 }
                 break;
@@ -579,6 +569,23 @@ impl Engine {
         if let Some(j) = &self.inner.journal {
             j.flush();
         }
+    }
+}
+
+impl Engine {
+    /// The outcome of a job a graceful stop ends (`why`): with a journal
+    /// the job stays there unfinished and the next start runs it again
+    /// (`resumes`); without one it is failed for good.
+    fn stopped_outcome(&self, job: &Job, why: &str) -> JobOutcome {
+        let journaled = self.inner.journal.is_some();
+        let error = if journaled {
+            format!("daemon shutting down ({why}); the job is journaled and runs again after the restart")
+        } else {
+            format!("daemon shutting down ({why}); no journal keeps it, submit it again")
+        };
+        let mut outcome = job.outcome_now(JobStatus::Failed, Vec::new(), error, Duration::ZERO);
+        outcome.resumes = journaled;
+        outcome
     }
 }
 

@@ -47,6 +47,7 @@ impl Engine {
                 proof: e.proof.clone(),
                 error: e.error.clone(),
                 timings: JobTimings::default(),
+                resumes: false,
             };
             self.restore_ended(&e, outcome, "finished");
         }
@@ -130,6 +131,7 @@ impl Engine {
             proof: Vec::new(),
             error,
             timings: JobTimings::default(),
+            resumes: false,
         };
         self.restore_ended(e, outcome, "failed");
     }
