@@ -8,7 +8,7 @@ mod support;
 
 use std::sync::{Arc, Mutex};
 
-use blstrs::{G1Affine, G2Affine, Scalar};
+use blstrs::Scalar;
 use cuzk_core::budget::MemoryBudget;
 use cuzk_core::config::EngineConfig;
 use cuzk_core::{JobStatus, Priority};
@@ -16,7 +16,6 @@ use cuzk_prover::backend::DeviceSrs;
 use cuzk_prover::proof::Proof;
 use cuzk_prover::synth::PartitionWitness;
 use cuzk_prover::{ProveStats, ProverBackend, ProverError, SrsRef};
-use group::prime::PrimeCurveAffine;
 use support::*;
 
 /// Proves as the scripted backend does, a group at a time, recording each
@@ -48,11 +47,8 @@ impl ProverBackend for Grouping {
         let call: Vec<_> = witnesses
             .iter()
             .map(|w| {
-                (
-                    w.input[0].to_bytes_le()[0],
-                    w.input[1].to_bytes_le()[0] as usize,
-                    w.urgent,
-                )
+                let (marker, k) = witness_marker(w);
+                (marker, k, w.urgent)
             })
             .collect();
         self.calls.lock().unwrap().push(call);
@@ -62,12 +58,7 @@ impl ProverBackend for Grouping {
         // Long enough for the next partitions to be ready when a worker
         // comes back.
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let proof = Proof {
-            a: G1Affine::generator(),
-            b: G2Affine::generator(),
-            c: G1Affine::generator(),
-        };
-        Ok((vec![proof; witnesses.len()], ProveStats::default()))
+        Ok((vec![good_proof(); witnesses.len()], ProveStats::default()))
     }
 }
 

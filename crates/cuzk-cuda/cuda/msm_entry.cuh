@@ -1,7 +1,7 @@
 //! The MSM entry points' common part: where an MSM's scalars are on a
-//! context (`source_scalars`) and the three ways its points come: streamed
-//! from host memory for one partition (`msm_from_source`) or for several
-//! sharing each pass (`msm_shared`), or from a resident SRS section
+//! context (`source_scalars`) and the two ways its points come: streamed
+//! from host memory, one pass shared by several partitions (`msm_shared`;
+//! `msm_from_source` for one), or from a resident SRS section
 //! (`msm_resident`). Included by `cuzk_cuda.cu` after the context and
 //! before its `extern "C"` surface.
 
@@ -33,48 +33,15 @@ static const fr_t* source_scalars(const cuzk_cuda_ctx* ctx, int source,
     }
 }
 
-// Runs an MSM of `npoints` host points against scalars on the device:
-// the resident path's kernels on points streamed a tile at a time
-// (`stream_tiles.cuh`; page-locked host memory is copied by DMA beside
-// the kernels, pageable memory through the chunk ring), witness scalars
-// split as on the device.
-template<class bucket_T, class point_T, class affine_T>
-static RustError msm_from_source(cuzk_cuda_ctx* ctx, int source,
-                                 const affine_T* points, size_t npoints,
-                                 point_T* out)
-{
-    CUZK_TRY
-    ctx->gpu->select();
-    out->inf();
-    size_t len = 0;
-    const fr_t* scalars = source_scalars(ctx, source, &len);
-    if (npoints != len)
-        return bad_arg("MSM points and scalars differ in number");
-    if (npoints >= ((size_t)1 << 31))
-        return bad_arg("too many points for one MSM");
-    if (npoints == 0)
-        return RustError{0};
-    typedef typename affine_T::mem_t affine_mem;
-    const host_points hp{points, sizeof(affine_mem), &ctx->chunks,
-                         &ctx->streamed_bytes, ctx->tune.stream_tile_points};
-    // Nothing else of this context is on the upload stream now.
-    ctx->upload->sync();
-    split_part<point_T> part{&ctx->mem, &ctx->split, scalars, &ctx->shape, out};
-    if (source != SRC_H && npoints >= ctx->split_min &&
-        msm_split01_streamed<bucket_T, point_T, affine_T>(*ctx->gpu, ctx->tune, &part, 1,
-                                                          hp, npoints))
-        return RustError{0};
-    msm_device<bucket_T>(*ctx->gpu, ctx->tune, (const affine_T*)nullptr, scalars,
-                         npoints, out, ctx->mem.room(), &hp);
-    CUZK_CATCH
-}
-
 // `k` MSMs against the same `npoints` host points, one for each context
-// (of one device; its witness scalars from `sources[j]`, not SRC_H),
-// sharing each pass over the points: a tile copied once serves all k
-// (the split, `msm_split01_streamed`). When the split declines, each MSM
-// streams the points itself. The bytes copied are shared out evenly
-// among the contexts' counters.
+// (of one device; its scalars from `sources[j]`), sharing each pass over
+// the points: the resident path's kernels on points streamed a tile at a
+// time (`stream_tiles.cuh`; page-locked host memory is copied by DMA
+// beside the kernels, pageable memory through the chunk ring). Witness
+// scalars are split as on the device, a tile copied once serving all k
+// (`msm_split01_streamed`); H's scalars, or a split that declines, make
+// each MSM stream the points itself. The bytes copied are shared out
+// evenly among the contexts' counters.
 template<class bucket_T, class point_T, class affine_T>
 static RustError msm_shared(cuzk_cuda_ctx* const* ctxs, const int* sources, size_t k,
                             const affine_T* points, size_t npoints, point_T* outs)
@@ -86,6 +53,7 @@ static RustError msm_shared(cuzk_cuda_ctx* const* ctxs, const int* sources, size
     first->gpu->select();
     if (npoints >= ((size_t)1 << 31))
         return bad_arg("too many points for one MSM");
+    bool split = npoints >= first->split_min;
     std::vector<split_part<point_T>> parts;
     parts.reserve(k);
     for (size_t j = 0; j < k; j++) {
@@ -93,12 +61,11 @@ static RustError msm_shared(cuzk_cuda_ctx* const* ctxs, const int* sources, size
         outs[j].inf();
         if (ctx->gpu != first->gpu)
             return bad_arg("a shared pass over contexts of different devices");
-        if (sources[j] == SRC_H)
-            return bad_arg("a shared pass is for witness scalars, not H's");
         size_t len = 0;
         const fr_t* scalars = source_scalars(ctx, sources[j], &len);
         if (npoints != len)
             return bad_arg("MSM points and scalars differ in number");
+        split = split && sources[j] != SRC_H;
         parts.push_back(split_part<point_T>{&ctx->mem, &ctx->split, scalars,
                                             &ctx->shape, &outs[j]});
         // Nothing else of this context is on its upload stream now.
@@ -120,7 +87,7 @@ static RustError msm_shared(cuzk_cuda_ctx* const* ctxs, const int* sources, size
                 ctxs[j]->streamed_bytes += copied / k + (j == 0 ? copied % k : 0);
         }
     } share{ctxs, k, copied};
-    if (npoints >= first->split_min &&
+    if (split &&
         msm_split01_streamed<bucket_T, point_T, affine_T>(*first->gpu, first->tune,
                                                           parts.data(), k, hp, npoints))
         return RustError{0};
@@ -128,6 +95,15 @@ static RustError msm_shared(cuzk_cuda_ctx* const* ctxs, const int* sources, size
         msm_device<bucket_T>(*first->gpu, first->tune, (const affine_T*)nullptr,
                              parts[j].s, npoints, &outs[j], ctxs[j]->mem.room(), &hp);
     CUZK_CATCH
+}
+
+// The same for one partition (`source` may be H's).
+template<class bucket_T, class point_T, class affine_T>
+static RustError msm_from_source(cuzk_cuda_ctx* ctx, int source,
+                                 const affine_T* points, size_t npoints,
+                                 point_T* out)
+{
+    return msm_shared<bucket_T, point_T, affine_T>(&ctx, &source, 1, points, npoints, out);
 }
 
 // The same against `npoints` points of a resident SRS section from `offset`.

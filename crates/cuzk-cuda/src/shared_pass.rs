@@ -48,20 +48,31 @@ fn raw_parts(
     Ok((raw, src))
 }
 
-/// Σ scalar_i·points_i in G1 for each context's scalars of its source
-/// (`sources[j]`, [`Source::Aux`] or [`Source::Picked`]), in one pass over
-/// `points` in host memory; one result per context, in order.
-pub(crate) fn msm_g1(
+/// A shared-pass entry point of `cuda/msm_entry.cuh`, over points `A`
+/// with raw projective results `R`.
+type Entry<A, R> = unsafe extern "C" fn(
+    *const *mut RawCtx,
+    *const i32,
+    usize,
+    *const A,
+    usize,
+    *mut R,
+) -> sppark::Error;
+
+/// Runs `entry` for each context's scalars of its source over `points` in
+/// host memory; one raw result per context, in order.
+fn run_shared<A, R: Default + Clone>(
+    entry: Entry<A, R>,
     ctxs: &mut [&mut Ctx],
     sources: &[Source],
-    points: &[G1Affine],
-) -> Result<Vec<G1Projective>, CudaError> {
+    points: &[A],
+) -> Result<Vec<R>, CudaError> {
     let (raw, src) = raw_parts(ctxs, sources)?;
-    let mut outs = vec![blst_p1::default(); raw.len()];
+    let mut outs = vec![R::default(); raw.len()];
     // SAFETY: the contexts are borrowed mutably (no other call uses them),
     // points and outs outlive the call; outs has one slot per context.
     check(unsafe {
-        cuzk_cuda_msm_g1_shared(
+        entry(
             raw.as_ptr(),
             src.as_ptr(),
             raw.len(),
@@ -70,6 +81,18 @@ pub(crate) fn msm_g1(
             outs.as_mut_ptr(),
         )
     })?;
+    Ok(outs)
+}
+
+/// Σ scalar_i·points_i in G1 for each context's scalars of its source
+/// (`sources[j]`, [`Source::Aux`] or [`Source::Picked`]), in one pass over
+/// `points` in host memory; one result per context, in order.
+pub(crate) fn msm_g1(
+    ctxs: &mut [&mut Ctx],
+    sources: &[Source],
+    points: &[G1Affine],
+) -> Result<Vec<G1Projective>, CudaError> {
+    let outs = run_shared(cuzk_cuda_msm_g1_shared, ctxs, sources, points)?;
     // SAFETY: G1Projective is #[repr(transparent)] over blst_p1.
     Ok(outs
         .into_iter()
@@ -83,19 +106,7 @@ pub(crate) fn msm_g2(
     sources: &[Source],
     points: &[G2Affine],
 ) -> Result<Vec<G2Projective>, CudaError> {
-    let (raw, src) = raw_parts(ctxs, sources)?;
-    let mut outs = vec![blst_p2::default(); raw.len()];
-    // SAFETY: as in msm_g1.
-    check(unsafe {
-        cuzk_cuda_msm_g2_shared(
-            raw.as_ptr(),
-            src.as_ptr(),
-            raw.len(),
-            points.as_ptr(),
-            points.len(),
-            outs.as_mut_ptr(),
-        )
-    })?;
+    let outs = run_shared(cuzk_cuda_msm_g2_shared, ctxs, sources, points)?;
     // SAFETY: G2Projective is #[repr(transparent)] over blst_p2.
     Ok(outs
         .into_iter()

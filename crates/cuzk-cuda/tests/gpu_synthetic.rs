@@ -23,15 +23,22 @@ use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-/// `count` partitions of a chain just under 2^log constraints, the SRS
-/// through `tier`.
-fn check(gpu: &CudaBackend, tier: &DeviceTier, log: u32, count: usize) {
+/// Parameters of a chain just under 2^log constraints, `count` witnesses
+/// of it and their r and s.
+struct Partitions {
+    srs: cuzk_prover::srs::Srs,
+    witnesses: Vec<cuzk_prover::synth::PartitionWitness>,
+    r: Vec<Scalar>,
+    s: Vec<Scalar>,
+}
+
+fn partitions(log: u32, count: usize, seed: u64) -> Partitions {
     let steps = Chain::for_log(log, None).steps;
-    let mut rng = ChaCha8Rng::seed_from_u64(u64::from(log));
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let t = std::time::Instant::now();
     let (srs, _) = cuzk_setup::generate(Chain { x: None, steps }, &mut rng).expect("parameters");
     eprintln!("2^{log}: parameters in {:.1} s", t.elapsed().as_secs_f64());
-    let witnesses: Vec<_> = (0..count)
+    let witnesses = (0..count)
         .map(|_| {
             synthesize(Chain {
                 x: Some(Scalar::random(&mut rng)),
@@ -41,10 +48,27 @@ fn check(gpu: &CudaBackend, tier: &DeviceTier, log: u32, count: usize) {
             .witness
         })
         .collect();
+    let r = (0..count).map(|_| Scalar::random(&mut rng)).collect();
+    let s = (0..count).map(|_| Scalar::random(&mut rng)).collect();
+    Partitions {
+        srs,
+        witnesses,
+        r,
+        s,
+    }
+}
+
+/// `count` partitions of a chain just under 2^log constraints, the SRS
+/// through `tier`.
+fn check(gpu: &CudaBackend, tier: &DeviceTier, log: u32, count: usize) {
+    let Partitions {
+        srs,
+        witnesses,
+        r,
+        s,
+    } = partitions(log, count, u64::from(log));
     let n = witnesses[0].num_constraints();
     assert!(n > 1 << (log - 1) && n <= 1 << log, "{n} constraints");
-    let r: Vec<Scalar> = (0..count).map(|_| Scalar::random(&mut rng)).collect();
-    let s: Vec<Scalar> = (0..count).map(|_| Scalar::random(&mut rng)).collect();
     let label = format!("2^{log} x{count}");
     let key = format!("chain 2^{log} seed {log}");
     let expected = common::compare(
@@ -502,22 +526,13 @@ fn partitions_sharing_a_streamed_pass_copy_each_section_once() {
     let Some(_gpu) = common::gpu() else { return };
     let log = 18;
     let count = 3;
-    let mut rng = ChaCha8Rng::seed_from_u64(1818);
-    let steps = Chain::for_log(log, None).steps;
-    let (srs, _) = cuzk_setup::generate(Chain { x: None, steps }, &mut rng).expect("parameters");
+    let Partitions {
+        srs,
+        witnesses,
+        r,
+        s,
+    } = partitions(log, count, 1818);
     let srs = srs.as_srs_ref();
-    let witnesses: Vec<_> = (0..count)
-        .map(|_| {
-            synthesize(Chain {
-                x: Some(Scalar::random(&mut rng)),
-                steps,
-            })
-            .expect("synthesis")
-            .witness
-        })
-        .collect();
-    let r: Vec<Scalar> = (0..count).map(|_| Scalar::random(&mut rng)).collect();
-    let s: Vec<Scalar> = (0..count).map(|_| Scalar::random(&mut rng)).collect();
     let (cpu, _) = CpuBackend
         .prove(&mut witnesses.clone(), &srs, &r, &s)
         .expect("CPU proofs");

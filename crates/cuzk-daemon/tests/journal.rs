@@ -127,6 +127,24 @@ async fn await_job(c: &mut Client, id: &str) -> AwaitProofResponse {
     .into_inner()
 }
 
+/// Awaits each of `ids`, asserts it completed and keeps its proof.
+async fn completed<'a>(
+    c: &mut Client,
+    ids: impl IntoIterator<Item = &'a str>,
+    proofs: &mut HashMap<String, Vec<u8>>,
+) {
+    for id in ids {
+        let r = await_job(c, id).await;
+        assert_eq!(
+            r.status,
+            Status::Completed as i32,
+            "{id}: {}",
+            r.error_message
+        );
+        proofs.insert(id.to_string(), r.proof);
+    }
+}
+
 async fn metrics(c: &mut Client) -> String {
     c.get_metrics(GetMetricsRequest {})
         .await
@@ -199,19 +217,11 @@ async fn kill_9_loses_no_job_and_proves_no_completed_job_twice() {
     // the PoRep and the SnapDeals are submitted, and the daemon is killed
     // while the PoRep is being proved.
     let mut before = HashMap::new();
-    for id in ["winpost-1000", "wdpost-1000-p0", "wdpost-1000-p1"] {
+    let posts = ["winpost-1000", "wdpost-1000-p0", "wdpost-1000-p1"];
+    for id in posts {
         submit(&mut c, id).await;
     }
-    for id in ["winpost-1000", "wdpost-1000-p0", "wdpost-1000-p1"] {
-        let r = await_job(&mut c, id).await;
-        assert_eq!(
-            r.status,
-            Status::Completed as i32,
-            "{id}: {}",
-            r.error_message
-        );
-        before.insert(id.to_string(), r.proof);
-    }
+    completed(&mut c, posts, &mut before).await;
     for id in ["porep-1000-1", "snap-1000-2"] {
         submit(&mut c, id).await;
     }
@@ -237,16 +247,7 @@ async fn kill_9_loses_no_job_and_proves_no_completed_job_twice() {
 
     let (mut child, mut c) = s.start(2).await;
     let mut proofs = HashMap::new();
-    for (id, _) in &all {
-        let r = await_job(&mut c, id).await;
-        assert_eq!(
-            r.status,
-            Status::Completed as i32,
-            "{id} after the restart: {}",
-            r.error_message
-        );
-        proofs.insert(id.to_string(), r.proof);
-    }
+    completed(&mut c, all.iter().map(|(id, _)| *id), &mut proofs).await;
     for (id, _) in &all {
         assert!(verify(&s.fixtures, id, &proofs), "{id}'s proof verifies");
     }
@@ -359,16 +360,7 @@ async fn a_stop_answers_unavailable_for_journaled_jobs_and_the_restart_proves_th
     );
 
     let (mut child, mut c) = s.start(2).await;
-    for id in &resumed {
-        let r = await_job(&mut c, id).await;
-        assert_eq!(
-            r.status,
-            Status::Completed as i32,
-            "{id}: {}",
-            r.error_message
-        );
-        proofs.insert(id.clone(), r.proof);
-    }
+    completed(&mut c, resumed.iter().map(String::as_str), &mut proofs).await;
     for (id, _) in &all {
         assert!(verify(&s.fixtures, id, &proofs), "{id}'s proof verifies");
     }

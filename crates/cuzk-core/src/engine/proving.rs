@@ -18,7 +18,7 @@ use cuzk_prover::{ProverBackend, ProverError};
 use ff::Field;
 use tracing::{error, info};
 
-use super::workers::{catch, finish, guarded, halted, Step};
+use super::workers::{catch, finish, halted, Step};
 use super::{end_job, Inner, PartKey, ReadyPartition, State, WorkerTask};
 use crate::job::{Job, JobStatus};
 use crate::kinds::Priority;
@@ -58,7 +58,7 @@ pub(super) fn prove_loop(inner: &Arc<Inner>, w: usize) {
             Ok(prove(inner, slot, backend.as_ref(), parts))
         }) {
             Ok(steps) => steps,
-            Err(e) => taken.iter().map(|_| Step::Failed(e.clone())).collect(),
+            Err(e) => all_failed(taken.len(), e),
         };
         inner.metrics.worker_busy("prove", t.elapsed());
         let mut st = inner.lock();
@@ -227,38 +227,18 @@ fn prove(
             }
         }
     }
+    // A panic here is caught by the worker's loop; the backend call's own
+    // is caught in `prove_live`.
     let mut proved = if live.is_empty() {
         Vec::new()
     } else {
-        guarded_group(inner, slot, backend, live)
+        prove_live(inner, slot, backend, live)
     }
     .into_iter();
     steps
         .into_iter()
         .map(|s| s.unwrap_or_else(|| proved.next().unwrap_or(Step::Failed("no result".into()))))
         .collect()
-}
-
-/// `prove_live`, a panic anywhere in it failing every partition.
-fn guarded_group(
-    inner: &Arc<Inner>,
-    slot: usize,
-    backend: &dyn ProverBackend,
-    live: Vec<ReadyPartition>,
-) -> Vec<Step<Vec<u8>>> {
-    let n = live.len();
-    let mut out = Vec::new();
-    let step = guarded("proving", || {
-        out = prove_live(inner, slot, backend, live);
-        Step::Done(())
-    });
-    match step {
-        Step::Done(()) => out,
-        Step::Failed(e) => (0..n).map(|_| Step::Failed(e.clone())).collect(),
-        _ => (0..n)
-            .map(|_| Step::Failed("proving ended oddly".into()))
-            .collect(),
-    }
 }
 
 fn prove_live(
@@ -289,7 +269,7 @@ fn prove_live(
         Ok(d) => d,
         Err(e) => {
             let why = format!("partition {}: {e}", taken[0].1);
-            return (0..n).map(|_| Step::Failed(why.clone())).collect();
+            return all_failed(n, why);
         }
     };
     let srs = match device.srs() {
@@ -348,9 +328,7 @@ fn prove_live(
             .iter()
             .map(|p| Step::Done(p.to_bytes().to_vec()))
             .collect(),
-        Ok(Ok(_)) => (0..n)
-            .map(|_| Step::Failed("the backend returned a proof count other than asked".into()))
-            .collect(),
+        Ok(Ok(_)) => all_failed(n, "the backend returned a proof count other than asked".into()),
         Ok(Err(e @ ProverError::Device(_))) => taken
             .iter()
             .map(|(_, k)| Step::Lost(format!("partition {k}: {e}")))
@@ -359,6 +337,11 @@ fn prove_live(
             .iter()
             .map(|(_, k)| Step::Failed(format!("partition {k}: {e}")))
             .collect(),
-        Err(e) => (0..n).map(|_| Step::Failed(e.clone())).collect(),
+        Err(e) => all_failed(n, e),
     }
+}
+
+/// The same failure for each of `n` partitions.
+fn all_failed(n: usize, why: String) -> Vec<Step<Vec<u8>>> {
+    (0..n).map(|_| Step::Failed(why.clone())).collect()
 }

@@ -267,8 +267,7 @@ impl ProverBackend for FakeBackend {
         abc_freed: &mut dyn FnMut(usize),
     ) -> Result<(Vec<Proof>, ProveStats), ProverError> {
         let w = &witnesses[0];
-        let marker = w.input[0].to_bytes_le()[0];
-        let k = w.input[1].to_bytes_le()[0] as usize;
+        let (marker, k) = witness_marker(w);
         self.0.proved.lock().unwrap().push((marker, k));
         if w.urgent {
             self.0.urgent.lock().unwrap().push(marker);
@@ -292,15 +291,25 @@ impl ProverBackend for FakeBackend {
                 }],
                 ProveStats::default(),
             )),
-            _ => Ok((
-                vec![Proof {
-                    a: G1Affine::generator(),
-                    b: G2Affine::generator(),
-                    c: G1Affine::generator(),
-                }],
-                ProveStats::default(),
-            )),
+            _ => Ok((vec![good_proof()], ProveStats::default())),
         }
+    }
+}
+
+/// The (marker, partition) a fake witness carries in its first inputs.
+pub fn witness_marker(w: &PartitionWitness) -> (u8, usize) {
+    (
+        w.input[0].to_bytes_le()[0],
+        w.input[1].to_bytes_le()[0] as usize,
+    )
+}
+
+/// The proof the fake system accepts.
+pub fn good_proof() -> Proof {
+    Proof {
+        a: G1Affine::generator(),
+        b: G2Affine::generator(),
+        c: G1Affine::generator(),
     }
 }
 
