@@ -48,6 +48,19 @@ pub struct DaemonConfig {
     pub auth_token_file: Option<PathBuf>,
     /// Serve a non-loopback address without TLS and a token anyway.
     pub insecure_remote: bool,
+    /// How long a client may take over its TLS handshake (gRPC and status
+    /// listeners; handshakes run concurrently); a slower one is dropped.
+    #[serde(with = "humantime_serde")]
+    pub handshake_timeout: Duration,
+    /// HTTP/2 keepalive of gRPC connections: a ping after this long
+    /// without traffic; a peer that does not answer within it is dropped.
+    /// `"0s"`: off.
+    #[serde(with = "humantime_serde")]
+    pub http2_keepalive: Duration,
+    /// gRPC connections open at once; one beyond is closed at once (so
+    /// idle or abandoned connections cannot use up the file descriptors the
+    /// journal needs).
+    pub max_connections: usize,
 }
 
 impl Default for DaemonConfig {
@@ -63,6 +76,9 @@ impl Default for DaemonConfig {
             tls_key: None,
             auth_token_file: None,
             insecure_remote: false,
+            handshake_timeout: Duration::from_secs(10),
+            http2_keepalive: Duration::from_secs(60),
+            max_connections: 1024,
         }
     }
 }
@@ -351,6 +367,16 @@ impl DaemonConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.listen.trim().is_empty() {
             return Err(ConfigError::Invalid("daemon.listen is empty".into()));
+        }
+        if self.handshake_timeout.is_zero() {
+            return Err(ConfigError::Invalid(
+                "daemon.handshake_timeout must be more than 0s".into(),
+            ));
+        }
+        if self.max_connections == 0 {
+            return Err(ConfigError::Invalid(
+                "daemon.max_connections must be at least 1".into(),
+            ));
         }
         Ok(())
     }

@@ -67,9 +67,10 @@ pub struct JobOutcome {
     /// Why the job did not complete; empty when it did.
     pub error: String,
     pub timings: JobTimings,
-    /// Ended by a graceful stop while the journal keeps it unfinished: the
-    /// next start runs it again, so a waiter is told to come back (gRPC
-    /// `UNAVAILABLE`), not that it failed.
+    /// Ended by a graceful stop, or for want of a device in service, while
+    /// the journal keeps it unfinished: the next start runs it again, so a
+    /// waiter is told to come back (gRPC `UNAVAILABLE`), not that it
+    /// failed.
     pub resumes: bool,
 }
 
@@ -163,7 +164,7 @@ pub struct Job {
     pub(crate) submitted_unix: u64,
     /// The checked request; `None` for a finished job restored from the
     /// journal, which is never run.
-    pub(crate) request: Option<Arc<ProofRequest>>,
+    pub(crate) request: Mutex<Option<Arc<ProofRequest>>>,
     pub(crate) run: Mutex<JobRun>,
     pub(crate) cancel_requested: AtomicBool,
     pub(crate) phase: watch::Sender<JobPhase>,
@@ -172,6 +173,20 @@ pub struct Job {
 
 impl Job {
     pub(crate) fn new(id: String, seq: u64, request: ProofRequest) -> Job {
+        Job::submitted_at(id, seq, request, crate::journal::unix_now())
+    }
+
+    /// A job submitted at `submitted_unix` (before a restart, for a job
+    /// the journal brings back): its deadline and queue time count from
+    /// then.
+    pub(crate) fn submitted_at(
+        id: String,
+        seq: u64,
+        request: ProofRequest,
+        submitted_unix: u64,
+    ) -> Job {
+        let ago = Duration::from_secs(crate::journal::unix_now().saturating_sub(submitted_unix));
+        let now = Instant::now();
         Job {
             id,
             kind: request.kind(),
@@ -179,9 +194,9 @@ impl Job {
             priority: request.priority,
             digest: request.digest,
             seq,
-            submitted: Instant::now(),
-            submitted_unix: crate::journal::unix_now(),
-            request: Some(Arc::new(request)),
+            submitted: now.checked_sub(ago).unwrap_or(now),
+            submitted_unix,
+            request: Mutex::new(Some(Arc::new(request))),
             run: Mutex::new(JobRun::default()),
             cancel_requested: AtomicBool::new(false),
             phase: watch::channel(JobPhase::Queued).0,
@@ -203,7 +218,7 @@ impl Job {
             seq: r.seq,
             submitted: finished,
             submitted_unix: r.submitted_unix,
-            request: None,
+            request: Mutex::new(None),
             run: Mutex::new(JobRun::default()),
             cancel_requested: AtomicBool::new(false),
             phase: watch::channel(JobPhase::Done(Arc::new(r.outcome))).0,
@@ -211,9 +226,31 @@ impl Job {
         }
     }
 
-    /// The checked request (`None` only for a restored finished job).
-    pub(crate) fn request(&self) -> Option<&ProofRequest> {
-        self.request.as_deref()
+    /// The checked request (`None` once the job has ended).
+    pub(crate) fn request(&self) -> Option<Arc<ProofRequest>> {
+        self.request
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Lets go of what only running needs — the decoded request, the
+    /// circuits built from it, the partition proofs — once the job has
+    /// ended: a finished job kept for `engine.job_retention` holds its
+    /// digest and outcome only.
+    pub(crate) fn release_inputs(&self) {
+        *self.request.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let mut run = self.run();
+        run.source = None;
+        run.proofs = Vec::new();
+    }
+
+    /// Whether the job still holds its decoded request (until it ends).
+    pub fn holds_request(&self) -> bool {
+        self.request
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 
     /// The current phase.

@@ -13,9 +13,15 @@
 //! - `lock`: held exclusively while the journal is open, so two daemons
 //!   cannot share one state dir.
 //!
-//! A journal that cannot be opened or read (corrupt, truncated, another
-//! schema) is reported, renamed to `journal.sqlite.corrupt-<unix time>`
-//! with its payloads, and replaced by an empty one: the daemon starts.
+//! A journal file that fails its integrity check (corrupt, truncated) is
+//! reported, renamed to `journal.sqlite.corrupt-<unix time>` with its
+//! payloads, and replaced by an empty one; every payload of the old one
+//! that still reads is handed back as [`Opened::salvage`] to be queued
+//! again. One damaged row fails that job alone (its row is rewritten as
+//! failed, naming the row). A journal that cannot be used for any other
+//! reason — an I/O or permission error, a full disk, a busy database, a
+//! schema newer than this daemon's — is refused: nothing is touched and
+//! the daemon does not start.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -29,7 +35,9 @@ use tracing::{error, info, warn};
 
 use crate::job::JobStatus;
 use crate::kinds::{Priority, ProofKind};
-use crate::request::{kind_from_wire, kind_to_wire, RawRequest, RequestDigest};
+use crate::request::{kind_to_wire, RawRequest, RequestDigest};
+
+mod rows;
 
 const DB: &str = "journal.sqlite";
 const SCHEMA: i64 = 1;
@@ -46,6 +54,11 @@ pub enum JournalError {
     Locked(PathBuf),
     #[error("journal {0}: {1}")]
     Store(PathBuf, String),
+    #[error(
+        "journal {0} cannot be used: {1}; nothing was changed (free the disk, fix the \
+         permissions, or run the cuzk version that wrote it)"
+    )]
+    Refused(PathBuf, String),
     #[error("journal payload {0}: {1}")]
     Payload(PathBuf, String),
 }
@@ -101,8 +114,34 @@ pub struct Opened {
     pub journal: Journal,
     /// The newest entry of every job id, finished ones within retention.
     pub entries: Vec<Entry>,
-    /// Where a journal that could not be read was moved, if one was.
+    /// Where a journal that failed its integrity check was moved, if one
+    /// was.
     pub set_aside: Option<PathBuf>,
+    /// The payloads of the set-aside journal's jobs (`<seq>.req` in its
+    /// payload directory, in sequence order): their rows are lost, the
+    /// requests may still read ([`Journal::read_payload`]) and be queued
+    /// again.
+    pub salvage: Vec<PathBuf>,
+}
+
+/// Why an existing journal could not be opened.
+#[derive(Debug)]
+enum OpenFault {
+    /// The file fails its integrity check: set it aside.
+    Damaged(String),
+    /// Anything else (I/O, permissions, a full disk, a lock, a newer
+    /// schema): touch nothing.
+    Refused(String),
+}
+
+impl From<rusqlite::Error> for OpenFault {
+    fn from(e: rusqlite::Error) -> OpenFault {
+        use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+        match e.sqlite_error_code() {
+            Some(DatabaseCorrupt | NotADatabase) => OpenFault::Damaged(e.to_string()),
+            _ => OpenFault::Refused(e.to_string()),
+        }
+    }
 }
 
 /// The open journal. Its methods block on disk writes (an fsync each):
@@ -122,9 +161,9 @@ pub fn unix_now() -> u64 {
 
 impl Journal {
     /// Opens (or creates) the journal in `dir`, forgetting jobs that ended
-    /// more than `retention` ago. An unreadable journal is set aside and
-    /// replaced; only a directory that cannot be used, or one another daemon
-    /// holds, is an error.
+    /// more than `retention` ago. A journal that fails its integrity check
+    /// is set aside and replaced (its payloads offered for salvage); any
+    /// other fault, or a directory another daemon holds, is an error.
     pub fn open(dir: &Path, retention: Duration) -> Result<Opened, JournalError> {
         let dir_err = |e| JournalError::Dir(dir.to_path_buf(), e);
         fs::create_dir_all(dir.join("payloads")).map_err(dir_err)?;
@@ -139,20 +178,25 @@ impl Journal {
         }
         let path = dir.join(DB);
         let cutoff = unix_now().saturating_sub(retention.as_secs());
-        let (conn, entries, set_aside) = match open_db(&path, cutoff) {
-            Ok((conn, entries)) => (conn, entries, None),
-            Err(e) => {
-                let aside = set_aside(dir, &path).map_err(dir_err)?;
+        let refused = |why| JournalError::Refused(path.clone(), why);
+        let (conn, entries, set_aside, salvage) = match open_db(&path, cutoff) {
+            Ok((conn, entries)) => (conn, entries, None, Vec::new()),
+            Err(OpenFault::Refused(why)) => return Err(refused(why)),
+            Err(OpenFault::Damaged(why)) => {
+                let (aside, payloads) = set_aside(dir, &path).map_err(dir_err)?;
+                let salvage = payload_files(&payloads);
                 error!(
                     journal = %path.display(),
                     moved_to = %aside.display(),
-                    error = %e,
-                    "the job journal cannot be read; it was set aside and a new one started \
-                     (its unfinished jobs are not recovered)"
+                    error = %why,
+                    salvage = salvage.len(),
+                    "the job journal fails its integrity check; it was set aside and a new one \
+                     started (the requests of its payloads are queued again)"
                 );
-                let (conn, entries) = open_db(&path, cutoff)
-                    .map_err(|e| JournalError::Store(path.clone(), e.to_string()))?;
-                (conn, entries, Some(aside))
+                let (conn, entries) = open_db(&path, cutoff).map_err(|f| match f {
+                    OpenFault::Damaged(why) | OpenFault::Refused(why) => refused(why),
+                })?;
+                (conn, entries, Some(aside), salvage)
             }
         };
         let journal = Journal {
@@ -175,6 +219,7 @@ impl Journal {
             journal,
             entries,
             set_aside,
+            salvage,
         })
     }
 
@@ -193,9 +238,10 @@ impl Journal {
         let path = self.payload_path(entry.seq);
         let bytes = bincode::serialize(raw)
             .map_err(|e| JournalError::Payload(path.clone(), e.to_string()))?;
-        write_durably(&path, &bytes).map_err(|e| JournalError::Payload(path, e.to_string()))?;
+        write_durably(&path, &bytes)
+            .map_err(|e| JournalError::Payload(path.clone(), e.to_string()))?;
         let conn = self.conn();
-        conn.execute(
+        let inserted = conn.execute(
             "INSERT OR REPLACE INTO jobs (seq, job_id, kind, registered_proof, priority, digest, \
              state, proof, error, submitted_unix, finished_unix) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -212,8 +258,12 @@ impl Journal {
                 entry.submitted_unix as i64,
                 entry.finished_unix.map(|t| t as i64),
             ],
-        )
-        .map_err(|e| self.store_err(e))?;
+        );
+        if let Err(e) = inserted {
+            // No row names it: the payload would only take disk space.
+            let _ = fs::remove_file(&path);
+            return Err(self.store_err(e));
+        }
         Ok(())
     }
 
@@ -245,11 +295,21 @@ impl Journal {
 
     /// The request of an unfinished job.
     pub fn load_request(&self, seq: u64) -> Result<RawRequest, JournalError> {
-        let path = self.payload_path(seq);
+        Journal::read_payload(&self.payload_path(seq))
+    }
+
+    /// A journaled request from its payload file.
+    pub fn read_payload(path: &Path) -> Result<RawRequest, JournalError> {
         let bytes =
-            fs::read(&path).map_err(|e| JournalError::Payload(path.clone(), e.to_string()))?;
-        crate::request::bincode_strict(&bytes)
-            .map_err(|e| JournalError::Payload(path, format!("not a journaled request: {e}")))
+            fs::read(path).map_err(|e| JournalError::Payload(path.to_path_buf(), e.to_string()))?;
+        Journal::decode_payload(&bytes).map_err(|e| JournalError::Payload(path.to_path_buf(), e))
+    }
+
+    /// A journaled request from a payload's bytes (bincode, strictly: no
+    /// trailing bytes, no length prefix reserving more than the bytes
+    /// given).
+    pub fn decode_payload(bytes: &[u8]) -> Result<RawRequest, String> {
+        crate::request::bincode_strict(bytes).map_err(|e| format!("not a journaled request: {e}"))
     }
 
     /// Forgets jobs that ended before `cutoff_unix`, and entries older than
@@ -288,52 +348,59 @@ impl Journal {
     }
 }
 
-/// Opens the database, checks it, and reads the entries to restore.
-fn open_db(path: &Path, cutoff: u64) -> Result<(Connection, Vec<Entry>), String> {
-    let conn = Connection::open(path).map_err(|e| e.to_string())?;
-    let setup = || -> rusqlite::Result<()> {
-        conn.busy_timeout(Duration::from_secs(5))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "FULL")?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-             CREATE TABLE IF NOT EXISTS jobs (
-                 seq INTEGER PRIMARY KEY,
-                 job_id TEXT NOT NULL,
-                 kind INTEGER NOT NULL,
-                 registered_proof INTEGER NOT NULL,
-                 priority INTEGER NOT NULL,
-                 digest BLOB NOT NULL,
-                 state INTEGER NOT NULL,
-                 proof BLOB NOT NULL,
-                 error TEXT NOT NULL,
-                 submitted_unix INTEGER NOT NULL,
-                 finished_unix INTEGER);
-             CREATE INDEX IF NOT EXISTS jobs_by_id ON jobs (job_id);
-             INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', 1);",
-        )
-    };
-    setup().map_err(|e| e.to_string())?;
-    let check: String = conn
-        .query_row("PRAGMA quick_check", [], |r| r.get(0))
-        .map_err(|e| e.to_string())?;
+/// Opens the database, checks it, and reads the entries to restore
+/// (damaged rows rewritten as failed jobs).
+fn open_db(path: &Path, cutoff: u64) -> Result<(Connection, Vec<Entry>), OpenFault> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    let check: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0))?;
     if check != "ok" {
-        return Err(format!("integrity check: {check}"));
+        return Err(OpenFault::Damaged(format!("integrity check: {check}")));
     }
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+         CREATE TABLE IF NOT EXISTS jobs (
+             seq INTEGER PRIMARY KEY,
+             job_id TEXT NOT NULL,
+             kind INTEGER NOT NULL,
+             registered_proof INTEGER NOT NULL,
+             priority INTEGER NOT NULL,
+             digest BLOB NOT NULL,
+             state INTEGER NOT NULL,
+             proof BLOB NOT NULL,
+             error TEXT NOT NULL,
+             submitted_unix INTEGER NOT NULL,
+             finished_unix INTEGER);
+         CREATE INDEX IF NOT EXISTS jobs_by_id ON jobs (job_id);
+         INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', 1);",
+    )?;
     let schema: Option<i64> = conn
         .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| {
             r.get(0)
         })
-        .optional()
-        .map_err(|e| e.to_string())?;
-    if schema != Some(SCHEMA) {
-        return Err(format!(
-            "schema {schema:?}; this daemon writes schema {SCHEMA}"
-        ));
+        .optional()?;
+    match schema {
+        Some(SCHEMA) => {}
+        Some(v) if v > SCHEMA => {
+            return Err(OpenFault::Refused(format!(
+                "schema {v} was written by a newer cuzk; this daemon reads schema {SCHEMA}"
+            )))
+        }
+        v => {
+            return Err(OpenFault::Damaged(format!(
+                "schema {v:?}; expected {SCHEMA}"
+            )))
+        }
     }
-    prune(&conn, cutoff).map_err(|e| e.to_string())?;
-    let entries = read_entries(&conn)?;
-    Ok((conn, entries))
+    prune(&conn, cutoff)?;
+    let (entries, damaged) = rows::read_entries(&conn)?;
+    for e in &damaged {
+        error!(job_id = %e.job_id, seq = e.seq, "{}", e.error);
+        rows::fail_row(&conn, e)?;
+    }
+    Ok((conn, entries.into_iter().chain(damaged).collect()))
 }
 
 fn prune(conn: &Connection, cutoff: u64) -> rusqlite::Result<()> {
@@ -345,54 +412,9 @@ fn prune(conn: &Connection, cutoff: u64) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn read_entries(conn: &Connection) -> Result<Vec<Entry>, String> {
-    let mut stmt = conn
-        .prepare(
-            "SELECT seq, job_id, kind, registered_proof, priority, digest, state, proof, error, \
-             submitted_unix, finished_unix FROM jobs ORDER BY seq",
-        )
-        .map_err(|e| e.to_string())?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i32>(2)?,
-                r.get::<_, i64>(3)?,
-                r.get::<_, i32>(4)?,
-                r.get::<_, Vec<u8>>(5)?,
-                r.get::<_, i64>(6)?,
-                r.get::<_, Vec<u8>>(7)?,
-                r.get::<_, String>(8)?,
-                r.get::<_, i64>(9)?,
-                r.get::<_, Option<i64>>(10)?,
-            ))
-        })
-        .map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (seq, job_id, kind, proof_no, priority, digest, state, proof, error, sub, fin) =
-            row.map_err(|e| e.to_string())?;
-        let bad = |what: &str| format!("row {seq}: bad {what}");
-        out.push(Entry {
-            seq: seq as u64,
-            job_id,
-            kind: kind_from_wire(kind).ok_or_else(|| bad("kind"))?,
-            registered_proof: proof_no as u64,
-            priority: Priority::from_wire(priority).ok_or_else(|| bad("priority"))?,
-            digest: digest.try_into().map_err(|_| bad("digest"))?,
-            state: EntryState::from_db(state).ok_or_else(|| bad("state"))?,
-            proof,
-            error,
-            submitted_unix: sub as u64,
-            finished_unix: fin.map(|t| t as u64),
-        });
-    }
-    Ok(out)
-}
-
-/// Moves an unreadable journal (and its payloads) out of the way.
-fn set_aside(dir: &Path, path: &Path) -> std::io::Result<PathBuf> {
+/// Moves a damaged journal (and its payloads) out of the way; returns
+/// where the database and its payloads went.
+fn set_aside(dir: &Path, path: &Path) -> std::io::Result<(PathBuf, PathBuf)> {
     let stamp = format!(
         "corrupt-{}",
         SystemTime::now()
@@ -407,26 +429,51 @@ fn set_aside(dir: &Path, path: &Path) -> std::io::Result<PathBuf> {
         }
     }
     let payloads = dir.join("payloads");
+    let payloads_aside = dir.join(format!("payloads.{stamp}"));
     if payloads.exists() {
-        fs::rename(&payloads, dir.join(format!("payloads.{stamp}")))?;
+        fs::rename(&payloads, &payloads_aside)?;
     }
     fs::create_dir_all(&payloads)?;
-    Ok(aside)
+    Ok((aside, payloads_aside))
+}
+
+/// The complete payload files (`<seq>.req`) in `dir`, in sequence order.
+fn payload_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(read) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<(u64, PathBuf)> = read
+        .flatten()
+        .filter_map(|f| {
+            let name = f.file_name().to_string_lossy().into_owned();
+            let seq = name.strip_suffix(".req")?.parse().ok()?;
+            Some((seq, f.path()))
+        })
+        .collect();
+    files.sort();
+    files.into_iter().map(|(_, p)| p).collect()
 }
 
 /// Writes `bytes` to `path` so that after a crash the file is either
-/// absent or complete.
+/// absent or complete; on failure nothing of it is left.
 fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
-    let mut f = File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    drop(f);
-    fs::rename(&tmp, path)?;
-    if let Some(parent) = path.parent() {
-        File::open(parent)?.sync_all()?;
+    let written = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        fs::rename(&tmp, path)?;
+        if let Some(parent) = path.parent() {
+            File::open(parent)?.sync_all()?;
+        }
+        Ok(())
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+        let _ = fs::remove_file(path);
     }
-    Ok(())
+    written
 }
 
 #[cfg(test)]
@@ -521,6 +568,9 @@ mod tests {
         let aside = o.set_aside.clone().expect("set aside");
         assert!(aside.exists(), "{}", aside.display());
         assert!(o.entries.is_empty());
+        // The unfinished job's request is offered for salvage.
+        assert_eq!(o.salvage.len(), 1, "{:?}", o.salvage);
+        assert_eq!(Journal::read_payload(&o.salvage[0]).unwrap(), raw("a"));
         o.journal.submitted(&entry(5, "b"), &raw("b")).unwrap();
         drop(o);
         let o = Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
@@ -555,5 +605,99 @@ mod tests {
         let o = Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
         assert!(o.set_aside.is_some(), "a truncated journal must be noticed");
         assert!(o.entries.is_empty());
+    }
+
+    /// The database file's bytes and its payloads' names and bytes.
+    fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+        let mut files: Vec<(String, Vec<u8>)> = [dir.join(DB)]
+            .into_iter()
+            .chain(payload_files(&dir.join("payloads")))
+            .map(|p| (p.display().to_string(), fs::read(&p).unwrap()))
+            .collect();
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_and_nothing_is_touched() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let o = Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
+            o.journal.submitted(&entry(1, "a"), &raw("a")).unwrap();
+            let conn = o.journal.conn();
+            conn.execute("UPDATE meta SET value = 7 WHERE key = 'schema'", [])
+                .unwrap();
+            conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+                .unwrap();
+        }
+        let before = snapshot(dir.path());
+        match Journal::open(dir.path(), Duration::from_secs(60)) {
+            Err(JournalError::Refused(_, why)) => assert!(why.contains("schema 7"), "{why}"),
+            Err(e) => panic!("another error: {e}"),
+            Ok(_) => panic!("a newer schema was opened"),
+        }
+        assert_eq!(snapshot(dir.path()), before, "the journal was changed");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|f| f.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !names.iter().any(|n| n.contains("corrupt")),
+            "set aside: {names:?}"
+        );
+    }
+
+    #[test]
+    fn a_damaged_row_fails_its_job_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let o = Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
+            for (seq, id) in [(1, "a"), (2, "b"), (3, "c")] {
+                o.journal.submitted(&entry(seq, id), &raw(id)).unwrap();
+            }
+            o.journal
+                .conn()
+                .execute(
+                    "UPDATE jobs SET digest = x'00', priority = 99 WHERE seq = 2",
+                    [],
+                )
+                .unwrap();
+        }
+        let o = Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
+        assert!(o.set_aside.is_none(), "one bad row does not set it aside");
+        let state = |id: &str| o.entries.iter().find(|e| e.job_id == id).unwrap();
+        assert_eq!(state("a").state, EntryState::Queued);
+        assert_eq!(state("c").state, EntryState::Queued);
+        let b = state("b");
+        assert_eq!(b.state, EntryState::Ended(JobStatus::Failed));
+        assert!(
+            b.error.contains("journal row 2") && b.error.contains("digest"),
+            "{}",
+            b.error
+        );
+        assert_eq!(o.journal.load_request(3).unwrap(), raw("c"));
+        drop(o);
+        // Rewritten as failed: the next start says the same.
+        let o = Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
+        let b = o.entries.iter().find(|e| e.job_id == "b").unwrap();
+        assert_eq!(b.state, EntryState::Ended(JobStatus::Failed));
+    }
+
+    #[test]
+    fn a_failed_payload_write_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
+        // The rename onto a directory fails after the temporary file is
+        // written.
+        fs::create_dir(o.journal.payload_path(4)).unwrap();
+        fs::write(o.journal.payload_path(4).join("x"), b"x").unwrap();
+        assert!(o.journal.submitted(&entry(4, "d"), &raw("d")).is_err());
+        assert!(!o.journal.payload_path(4).with_extension("tmp").exists());
+        // A row that cannot be written takes its payload with it.
+        o.journal.conn().execute_batch("DROP TABLE jobs;").unwrap();
+        assert!(o.journal.submitted(&entry(5, "e"), &raw("e")).is_err());
+        assert!(!o.journal.payload_path(5).exists());
+        assert!(!o.journal.payload_path(5).with_extension("tmp").exists());
     }
 }

@@ -109,12 +109,22 @@ async fn partitions_are_assembled_in_order() {
         },
         1 << 30,
     );
+    s.verify_gate.close();
     let job = e
         .enqueue(request_of(porep(), 7, 5, Priority::Normal, None))
         .unwrap();
+    assert!(e.job(&job.job_id).unwrap().holds_request());
+    s.verify_gate.open();
     let o = done(&e, &job.job_id).await;
     assert_eq!(o.status, JobStatus::Completed, "{}", o.error);
     assert_eq!(o.proof.len(), 5 * 192);
+    // Ended, it keeps its outcome, not its request.
+    let ended = e.job(&job.job_id).unwrap();
+    assert!(
+        !ended.holds_request(),
+        "a finished job keeps its decoded request"
+    );
+    assert_eq!(ended.outcome().unwrap().proof, o.proof);
     let mut parts: Vec<usize> = s.proved().into_iter().map(|(_, k)| k).collect();
     parts.sort();
     assert_eq!(parts, vec![0, 1, 2, 3, 4]);

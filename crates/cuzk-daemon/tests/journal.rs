@@ -2,201 +2,19 @@
 //! a `kill -9` are all answered after a restart, with proofs that verify,
 //! and completed ones are never proved twice; a graceful stop answers the
 //! waiters of jobs it leaves in the journal `UNAVAILABLE` (they resume),
-//! never `FAILED`; a corrupt journal is set aside and the daemon starts and
-//! serves.
+//! never `FAILED`; a corrupt journal is set aside, the requests its
+//! payloads hold are proved, and the daemon starts and serves.
+
+mod support;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use cuzk_core::{ProofKind, RawRequest};
-use cuzk_fixtures::Fixtures;
-use cuzk_proto::v1::{
-    await_proof_response::Status, AwaitProofRequest, AwaitProofResponse, GetMetricsRequest,
-    GetStatusRequest, GetStatusResponse, ProveRequest,
-};
+use cuzk_core::ProofKind;
+use cuzk_proto::v1::{await_proof_response::Status, AwaitProofRequest, ProveRequest};
 use cuzk_server::convert::submit_request;
-
-use cuzk_server::Client;
-
-struct Setup {
-    fixtures: Fixtures,
-    dir: tempfile::TempDir,
-}
-
-impl Setup {
-    async fn new() -> Setup {
-        let d = cuzk_fixtures::default_dir();
-        let fixtures = tokio::task::spawn_blocking(move || cuzk_fixtures::ensure(&d, &mut |_| {}))
-            .await
-            .unwrap()
-            .expect("fixtures");
-        Setup {
-            fixtures,
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn state(&self) -> PathBuf {
-        self.dir.path().join("state")
-    }
-
-    fn sock(&self) -> PathBuf {
-        self.dir.path().join("cuzk.sock")
-    }
-
-    /// Starts the daemon on this setup's socket and state dir; its log
-    /// goes to `log-<n>.txt`.
-    async fn start(&self, n: u32) -> (Child, Client) {
-        let config = self.dir.path().join("cuzk.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[daemon]\nlisten = \"unix://{}\"\nstate_dir = \"{}\"\nshutdown_grace = \"5s\"\n\
-                 [params]\ncache_dir = \"{}\"\n",
-                self.sock().display(),
-                self.state().display(),
-                self.fixtures.params_dir().display()
-            ),
-        )
-        .unwrap();
-        let _ = std::fs::remove_file(self.sock());
-        let log = std::fs::File::create(self.log(n)).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
-            .arg("--config")
-            .arg(&config)
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("start cuzk-daemon");
-        let start = Instant::now();
-        while !self.sock().exists() {
-            assert!(
-                start.elapsed() < Duration::from_secs(120),
-                "daemon did not listen; log:\n{}",
-                self.log_text(n)
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let addr = format!("unix://{}", self.sock().display());
-        let c = cuzk_server::connect(&addr).await.expect("connect");
-        (child, c)
-    }
-
-    fn log(&self, n: u32) -> PathBuf {
-        self.dir.path().join(format!("log-{n}.txt"))
-    }
-
-    fn log_text(&self, n: u32) -> String {
-        std::fs::read_to_string(self.log(n)).unwrap_or_default()
-    }
-}
-
-/// Sends `kill -TERM` and waits for the daemon to exit.
-fn sigterm(child: &mut Child) {
-    let ok = Command::new("kill")
-        .arg("-TERM")
-        .arg(child.id().to_string())
-        .status()
-        .expect("run kill")
-        .success();
-    assert!(ok, "kill -TERM failed");
-}
-
-fn kill9(child: &mut Child) {
-    child.kill().expect("SIGKILL");
-    child.wait().expect("reaped");
-}
-
-async fn status(c: &mut Client) -> GetStatusResponse {
-    c.get_status(GetStatusRequest {})
-        .await
-        .expect("GetStatus")
-        .into_inner()
-}
-
-async fn await_job(c: &mut Client, id: &str) -> AwaitProofResponse {
-    c.await_proof(AwaitProofRequest {
-        job_id: id.to_string(),
-        timeout_ms: 0,
-    })
-    .await
-    .unwrap_or_else(|e| panic!("AwaitProof {id}: {e}"))
-    .into_inner()
-}
-
-/// Awaits each of `ids`, asserts it completed and keeps its proof.
-async fn completed<'a>(
-    c: &mut Client,
-    ids: impl IntoIterator<Item = &'a str>,
-    proofs: &mut HashMap<String, Vec<u8>>,
-) {
-    for id in ids {
-        let r = await_job(c, id).await;
-        assert_eq!(
-            r.status,
-            Status::Completed as i32,
-            "{id}: {}",
-            r.error_message
-        );
-        proofs.insert(id.to_string(), r.proof);
-    }
-}
-
-async fn metrics(c: &mut Client) -> String {
-    c.get_metrics(GetMetricsRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .prometheus_text
-}
-
-fn with_id(mut r: RawRequest, id: &str) -> RawRequest {
-    r.request_id = id.to_string();
-    r
-}
-
-/// The five jobs of the test: (id, request).
-fn jobs(f: &Fixtures) -> Vec<(&'static str, RawRequest)> {
-    vec![
-        ("porep-1000-1", f.request(ProofKind::PoRep).unwrap()),
-        ("snap-1000-2", f.request(ProofKind::SnapDeals).unwrap()),
-        ("wdpost-1000-p0", f.deadline_request(0, 0).unwrap()),
-        ("wdpost-1000-p1", f.deadline_request(0, 1).unwrap()),
-        ("winpost-1000", f.request(ProofKind::WinningPost).unwrap()),
-    ]
-    .into_iter()
-    .map(|(id, r)| (id, with_id(r, id)))
-    .collect()
-}
-
-/// Checks a job's proof with filecoin-proofs' verifiers, independently of
-/// the daemon.
-fn verify(f: &Fixtures, id: &str, proofs: &HashMap<String, Vec<u8>>) -> bool {
-    let p = &proofs[id];
-    match id {
-        "porep-1000-1" => f.verify(ProofKind::PoRep, p).unwrap(),
-        "snap-1000-2" => f.verify(ProofKind::SnapDeals, p).unwrap(),
-        "winpost-1000" => f.verify(ProofKind::WinningPost, p).unwrap(),
-        _ => f
-            .verify_deadline(
-                0,
-                &[
-                    proofs["wdpost-1000-p0"].clone(),
-                    proofs["wdpost-1000-p1"].clone(),
-                ],
-            )
-            .unwrap(),
-    }
-}
-
-fn counter(text: &str, prefix: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(prefix))
-        .map_or(0, |v| v.trim().parse().unwrap())
-}
+use support::*;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn kill_9_loses_no_job_and_proves_no_completed_job_twice() {
@@ -392,6 +210,10 @@ async fn a_corrupt_journal_is_set_aside_and_the_daemon_serves() {
         Status::Completed as i32
     );
     kill9(&mut child);
+    // A job accepted and not started: its row is lost with the file, its
+    // request is salvaged from its payload.
+    let winning = s.fixtures.request(ProofKind::WinningPost).unwrap();
+    s.journal_queued(&[("winpost-salvaged", winning, unix_now())]);
     let db = s.state().join("journal.sqlite");
     assert!(db.exists(), "the journal is where daemon.state_dir says");
     corrupt(&db);
@@ -414,6 +236,9 @@ async fn a_corrupt_journal_is_set_aside_and_the_daemon_serves() {
         .filter(|n| n.starts_with("journal.sqlite.corrupt-"))
         .collect();
     assert!(!aside.is_empty(), "the old journal is kept aside");
+    let r = await_job(&mut c, "winpost-salvaged").await;
+    assert_eq!(r.status, Status::Completed as i32, "{}", r.error_message);
+    assert!(s.fixtures.verify(ProofKind::WinningPost, &r.proof).unwrap());
     // It serves: a new job is proved and journaled in the new journal.
     let job = with_id(
         s.fixtures.request(ProofKind::WindowPost).unwrap(),

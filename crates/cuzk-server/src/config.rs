@@ -140,6 +140,10 @@ mod tests {
         assert!(e.to_string().contains("gpus.tuning.msm_window_bits"), "{e}");
         let e = Config::parse("[gpus.tuning]\ncuzk_msm = \"sppark\"\n").unwrap_err();
         assert!(e.to_string().contains("cuzk_msm"), "{e}");
+        let e = Config::parse("[daemon]\nhandshake_timeout = \"0s\"\n").unwrap_err();
+        assert!(e.to_string().contains("daemon.handshake_timeout"), "{e}");
+        let e = Config::parse("[daemon]\nmax_connections = 0\n").unwrap_err();
+        assert!(e.to_string().contains("daemon.max_connections"), "{e}");
     }
 
     #[test]

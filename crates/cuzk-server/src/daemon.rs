@@ -18,6 +18,7 @@ use tonic::transport::{Identity, ServerTlsConfig};
 
 use crate::access::{Access, AccessError};
 use crate::config::Config;
+use crate::connections::limited;
 use crate::http::StatusListener;
 use crate::listen::{Bound, ListenAddr};
 use crate::service::ProvingService;
@@ -70,7 +71,9 @@ async fn start_engine(config: &Config, parts: EngineParts) -> Result<Engine, Dae
         if let Some(aside) = &opened.set_aside {
             warn!(
                 moved_to = %aside.display(),
-                "started with a new, empty job journal: the old one could not be read"
+                salvage = opened.salvage.len(),
+                "started with a new job journal: the old one failed its integrity check \
+                 (the requests its payloads still hold are queued again)"
             );
         }
         Ok(Engine::start_journaled(engine_config, parts, opened))
@@ -96,7 +99,11 @@ async fn bind_status(
     Ok(Some(match &access.tls {
         Some((cert, key)) => {
             let tls = crate::tls::server_config(cert, key).map_err(DaemonError::Tls)?;
-            StatusListener::Tls(crate::tls::TlsListener::new(l, tls))
+            StatusListener::Tls(crate::tls::TlsListener::new(
+                l,
+                tls,
+                config.daemon.handshake_timeout,
+            ))
         }
         None => StatusListener::Plain(l),
     }))
@@ -225,24 +232,29 @@ impl Daemon {
             token = access.token.is_some(),
             "serving cuzk.v1.ProvingEngine"
         );
-        let mut builder = tonic::transport::Server::builder();
+        let mut builder =
+            crate::connections::with_keepalive(tonic::transport::Server::builder(), &config.daemon);
         if let Some((cert, key)) = &access.tls {
+            let tls = ServerTlsConfig::new()
+                .identity(Identity::from_pem(cert, key))
+                .timeout(config.daemon.handshake_timeout);
             builder = builder
-                .tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))
+                .tls_config(tls)
                 .map_err(|e| DaemonError::Tls(e.to_string()))?;
         }
+        let max = config.daemon.max_connections;
         let router = builder.add_service(service);
         let unix_path = match &bound {
             Bound::Unix(_, p) => Some(p.clone()),
             Bound::Tcp(..) => None,
         };
         let server = match bound {
-            Bound::Tcp(l, _) => {
-                tokio::spawn(router.serve_with_incoming_shutdown(TcpListenerStream::new(l), stop))
-            }
-            Bound::Unix(l, _) => {
-                tokio::spawn(router.serve_with_incoming_shutdown(UnixListenerStream::new(l), stop))
-            }
+            Bound::Tcp(l, _) => tokio::spawn(
+                router.serve_with_incoming_shutdown(limited(TcpListenerStream::new(l), max), stop),
+            ),
+            Bound::Unix(l, _) => tokio::spawn(
+                router.serve_with_incoming_shutdown(limited(UnixListenerStream::new(l), max), stop),
+            ),
         };
         let status_task = status.map(|l| {
             info!(address = ?l.address(), "serving GET /status and GET /metrics");

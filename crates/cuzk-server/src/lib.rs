@@ -14,6 +14,7 @@ pub mod access;
 pub mod backends;
 pub mod client;
 pub mod config;
+pub mod connections;
 pub mod convert;
 pub mod daemon;
 pub mod http;

@@ -15,9 +15,6 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 use tracing::debug;
 
-/// How long a client may take over its TLS handshake.
-const HANDSHAKE: Duration = Duration::from_secs(10);
-
 /// A rustls server config from a PEM certificate chain and key.
 pub fn server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<ServerConfig>, String> {
     let certs = CertificateDer::pem_slice_iter(cert_pem)
@@ -42,7 +39,7 @@ pub fn server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<ServerConfig
 const MAX_HANDSHAKES: usize = 64;
 
 /// A TCP listener whose connections are TLS, for `axum::serve`. Each
-/// handshake runs in its own task with a [`HANDSHAKE`] timeout, so idle or
+/// handshake runs in its own task with a timeout (`daemon.handshake_timeout`), so idle or
 /// slow clients never hold up the others (at most [`MAX_HANDSHAKES`] at
 /// once); finished handshakes are handed to `accept`.
 pub struct TlsListener {
@@ -53,10 +50,11 @@ pub struct TlsListener {
 
 impl TlsListener {
     /// Starts accepting on `tcp` (inside a tokio runtime).
-    pub fn new(tcp: TcpListener, config: Arc<ServerConfig>) -> TlsListener {
+    pub fn new(tcp: TcpListener, config: Arc<ServerConfig>, handshake: Duration) -> TlsListener {
         let local = tcp.local_addr();
         let (done, ready) = mpsc::channel(16);
-        let accepting = tokio::spawn(accept_loop(tcp, TlsAcceptor::from(config), done));
+        let acceptor = TlsAcceptor::from(config);
+        let accepting = tokio::spawn(accept_loop(tcp, acceptor, handshake, done));
         TlsListener {
             ready,
             local,
@@ -74,6 +72,7 @@ impl Drop for TlsListener {
 async fn accept_loop(
     tcp: TcpListener,
     acceptor: TlsAcceptor,
+    handshake: Duration,
     done: mpsc::Sender<(TlsStream<TcpStream>, SocketAddr)>,
 ) {
     let slots = Arc::new(Semaphore::new(MAX_HANDSHAKES));
@@ -93,7 +92,7 @@ async fn accept_loop(
         let (acceptor, done) = (acceptor.clone(), done.clone());
         tokio::spawn(async move {
             let _slot = slot;
-            match tokio::time::timeout(HANDSHAKE, acceptor.accept(conn)).await {
+            match tokio::time::timeout(handshake, acceptor.accept(conn)).await {
                 Ok(Ok(tls)) => {
                     let _ = done.send((tls, addr)).await;
                 }

@@ -9,6 +9,7 @@ mod support;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use cuzk_core::ProofKind;
 use cuzk_proto::v1::{await_proof_response::Status, AwaitProofRequest, GetStatusRequest};
@@ -223,5 +224,69 @@ async fn the_unix_socket_is_owner_and_group_only() {
     assert_eq!(mode, 0o660, "{mode:o}");
     let mut c = d.client().await;
     get_status(&mut c).await;
+    d.stop().await;
+}
+
+/// Reads until the peer closes (or resets) the connection; `None` if it
+/// is still open after `within`.
+async fn closed_within(conn: &mut tokio::net::TcpStream, within: Duration) -> Option<Duration> {
+    let t = std::time::Instant::now();
+    let mut buf = [0u8; 64];
+    loop {
+        match tokio::time::timeout(within.saturating_sub(t.elapsed()), conn.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(t.elapsed()),
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stalled_handshakes_are_dropped_and_connections_are_capped() {
+    let pki = Pki::new();
+    let d = start(|c| {
+        c.daemon.tls_cert = Some(pki.path("tls.crt"));
+        c.daemon.tls_key = Some(pki.path("tls.key"));
+        c.daemon.auth_token_file = Some(pki.path("token"));
+        c.daemon.handshake_timeout = Duration::from_secs(2);
+        c.daemon.max_connections = 3;
+    })
+    .await;
+    let host = d.addr.trim_start_matches("https://").to_string();
+    // A gRPC client that never finishes (here: never starts) its TLS
+    // handshake is dropped once the timeout has passed.
+    let mut silent = tokio::net::TcpStream::connect(&host).await.unwrap();
+    let dropped = closed_within(&mut silent, Duration::from_secs(20))
+        .await
+        .expect("a stalled handshake is dropped");
+    assert!(
+        dropped >= Duration::from_millis(1500),
+        "dropped after {dropped:?}, before the timeout"
+    );
+    drop(silent);
+    // Three connections open: a fourth is closed at once.
+    let mut open = Vec::new();
+    for _ in 0..3 {
+        open.push(tokio::net::TcpStream::connect(&host).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut fourth = tokio::net::TcpStream::connect(&host).await.unwrap();
+    let closed = closed_within(&mut fourth, Duration::from_millis(1500)).await;
+    assert!(
+        closed.is_some(),
+        "a connection beyond max_connections stays open"
+    );
+    // The three are dropped at their handshake timeout; then clients
+    // connect again.
+    drop(open);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let opts = ClientOptions {
+        token: Some("s3cret-token".into()),
+        tls_ca: Some(pki.ca_pem.clone()),
+    };
+    let mut c = cuzk_server::connect_with(&d.addr, &opts)
+        .await
+        .expect("TLS connects");
+    c.get_status(GetStatusRequest {}).await.expect("GetStatus");
     d.stop().await;
 }

@@ -174,6 +174,12 @@ pub(crate) struct State {
     /// Why each device (index into `parts.backends`) was taken out of
     /// service, if it was: its prover workers take no more partitions.
     out_of_service: Vec<Option<String>>,
+    /// Request ids being admitted (journaled, not yet in `jobs`): a
+    /// submit of the same id waits for that admission (`Inner::admit_cv`).
+    admitting: std::collections::HashSet<String>,
+    /// Admissions under way, with or without a request id (counted
+    /// against `Inner::max_jobs`).
+    admissions: usize,
     next_seq: u64,
     accepting: bool,
     stopping: bool,
@@ -214,9 +220,9 @@ pub(crate) struct Inner {
     max_jobs: usize,
     /// The job journal, when the engine has one.
     journal: Option<journaling::Journaling>,
-    /// Held by one admission at a time (see `submit`); never while
-    /// waiting for the state lock's holders to do disk work.
-    admit_lock: Mutex<()>,
+    /// An admission ended (`State::admitting`): submits of its request id
+    /// look the id up again.
+    admit_cv: Condvar,
     /// Synthesis threads and the witness pool.
     synthesis: synthesis::SynthesisSetup,
 }
@@ -326,6 +332,8 @@ impl Engine {
                 mem_waiters: Default::default(),
                 prove_busy: vec![None; prove_workers],
                 out_of_service: vec![None; backends],
+                admitting: Default::default(),
+                admissions: 0,
                 next_seq: 0,
                 accepting: true,
                 stopping: false,
@@ -347,7 +355,7 @@ impl Engine {
             queue_cap,
             max_jobs,
             journal: journal.map(journaling::Journaling::start),
-            admit_lock: Mutex::new(()),
+            admit_cv: Condvar::new(),
         });
         inner
             .metrics
@@ -611,8 +619,8 @@ fn prune_finished(st: &mut State, retention: Duration) {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Journaled {
     Yes,
-    /// Ended by a graceful stop: left unfinished in the journal, so the
-    /// next start runs it.
+    /// Ended by a graceful stop, or for want of a device in service:
+    /// left unfinished in the journal, so the next start runs it.
     No,
 }
 
@@ -639,6 +647,7 @@ pub(crate) fn end_job_as(
     if let (Some(j), Journaled::Yes) = (&inner.journal, journaled) {
         j.ended(job, &outcome);
     }
+    job.release_inputs();
     st.synth_queue.remove(&job_key(job));
     let dropped: Vec<PartKey> = st
         .ready

@@ -19,7 +19,7 @@ use ff::Field;
 use tracing::{error, info};
 
 use super::workers::{catch, finish, halted, Step};
-use super::{end_job, Inner, PartKey, ReadyPartition, State, WorkerTask};
+use super::{end_job, end_job_as, Inner, Journaled, PartKey, ReadyPartition, State, WorkerTask};
 use crate::job::{Job, JobStatus};
 use crate::kinds::Priority;
 
@@ -130,7 +130,9 @@ fn with_companions(st: &mut State, first: ReadyPartition, group: usize) -> Vec<R
 /// Device `slot` failed under partition `k` of `job`: the device goes out
 /// of service (its workers take nothing more), the partition back to its
 /// job to be synthesized again and proved on another device. With no
-/// device left in service, every job ends failed, saying why.
+/// device left in service, every job ends failed, saying why; a journal
+/// keeps such jobs unfinished (their waiters hear `resumes`), so the
+/// restart that brings a device back proves them.
 fn device_lost(
     st: &mut State,
     inner: &Inner,
@@ -168,14 +170,22 @@ fn device_lost(
             .filter(|j| needs_prover(j))
             .cloned()
             .collect();
+        // A journal keeps them unfinished: the restart the operator makes
+        // to bring a device back runs them again.
+        let journaled = inner.journal.is_some();
+        let error = if journaled {
+            format!(
+                "no prover device is in service: {why}; the job stays in the journal and runs \
+                 again after the restart"
+            )
+        } else {
+            format!("no prover device is in service: {why}")
+        };
         for j in jobs {
-            let outcome = j.outcome_now(
-                JobStatus::Failed,
-                Vec::new(),
-                format!("no prover device is in service: {why}"),
-                Duration::ZERO,
-            );
-            end_job(st, inner, &j, outcome);
+            let mut outcome =
+                j.outcome_now(JobStatus::Failed, Vec::new(), error.clone(), Duration::ZERO);
+            outcome.resumes = journaled;
+            end_job_as(st, inner, &j, outcome, Journaled::No);
         }
     }
 }
@@ -328,7 +338,10 @@ fn prove_live(
             .iter()
             .map(|p| Step::Done(p.to_bytes().to_vec()))
             .collect(),
-        Ok(Ok(_)) => all_failed(n, "the backend returned a proof count other than asked".into()),
+        Ok(Ok(_)) => all_failed(
+            n,
+            "the backend returned a proof count other than asked".into(),
+        ),
         Ok(Err(e @ ProverError::Device(_))) => taken
             .iter()
             .map(|(_, k)| Step::Lost(format!("partition {k}: {e}")))

@@ -6,8 +6,10 @@
 //! from their journaled requests and queued under their old ids and
 //! sequence numbers, most urgent first (WinningPoSt before everything), so
 //! the first is proving while the rest are still being decoded. A job whose
-//! request cannot be read back, or no longer passes its checks, ends
-//! `Failed` with the reason.
+//! request cannot be read back, or no longer passes its checks, or whose
+//! deadline (counted from its first submission) has passed, ends `Failed`
+//! with the reason. The requests of a journal set aside as damaged are
+//! submitted again as new jobs.
 
 use std::sync::Arc;
 
@@ -16,7 +18,7 @@ use tracing::{info, warn};
 use super::{job_key, Engine, EngineParts};
 use crate::config::EngineConfig;
 use crate::job::{Job, JobOutcome, JobStatus, JobTimings, Restored};
-use crate::journal::{Entry, EntryState, Opened};
+use crate::journal::{Entry, EntryState, Journal, Opened};
 use crate::kinds::ProofType;
 
 impl Engine {
@@ -24,10 +26,14 @@ impl Engine {
     /// Blocking (it reads and checks every unfinished job's request).
     pub fn start_journaled(config: EngineConfig, parts: EngineParts, opened: Opened) -> Engine {
         let Opened {
-            journal, entries, ..
+            journal,
+            entries,
+            salvage,
+            ..
         } = opened;
         let engine = Engine::start_inner(config, parts, Some(journal));
         engine.restore(entries);
+        engine.salvage(&salvage);
         engine
     }
 
@@ -108,7 +114,17 @@ impl Engine {
                 return;
             }
         };
-        let job = Arc::new(Job::new(e.job_id.clone(), e.seq, request));
+        let job = Arc::new(Job::submitted_at(
+            e.job_id.clone(),
+            e.seq,
+            request,
+            e.submitted_unix,
+        ));
+        // Its deadline counts from the submission before the restart.
+        if let Some(why) = super::workers::halted(&self.inner, &job) {
+            self.fail_recovery(&e, why);
+            return;
+        }
         let mut st = self.inner.lock();
         st.synth_queue.insert(job_key(&job), job.clone());
         st.jobs.insert(job.id.clone(), job.clone());
@@ -116,6 +132,39 @@ impl Engine {
         self.inner.metrics.recovered(e.kind, "requeued");
         self.inner.synth_cv.notify_all();
         info!(job_id = %e.job_id, kind = %e.kind, priority = e.priority.as_str(), "job re-queued after a restart");
+    }
+
+    /// Queues again, as new jobs of the new journal, the requests of a
+    /// journal that was set aside (their rows lost); a payload that no
+    /// longer reads or passes its checks is logged and left where it is.
+    fn salvage(&self, paths: &[std::path::PathBuf]) {
+        let mut salvaged = 0;
+        for path in paths {
+            let raw = match Journal::read_payload(path) {
+                Ok(raw) => raw,
+                Err(e) => {
+                    warn!("not salvaged from the set-aside journal: {e}");
+                    continue;
+                }
+            };
+            match self.submit(&raw) {
+                Ok(s) => {
+                    salvaged += 1;
+                    info!(job_id = %s.job_id, payload = %path.display(), "job salvaged from the set-aside journal");
+                    let _ = std::fs::remove_file(path);
+                }
+                Err(e) => {
+                    warn!(payload = %path.display(), "not salvaged from the set-aside journal: {e}")
+                }
+            }
+        }
+        if !paths.is_empty() {
+            info!(
+                salvaged,
+                payloads = paths.len(),
+                "set-aside journal salvaged"
+            );
+        }
     }
 
     fn fail_recovery(&self, e: &Entry, why: String) {

@@ -22,6 +22,14 @@ use crate::kinds::{Priority, ProofKind};
 use crate::request::digest::short_hex;
 use crate::request::{request_digest, ProofRequest, RawRequest, RequestDigest, RequestError};
 
+/// What admitting a request starts from.
+enum Reserved {
+    /// The same request is already a job.
+    Found(Submission),
+    /// A new job's sequence number, and the job it supersedes.
+    Seq(u64, Option<Arc<Job>>),
+}
+
 /// What a request id names in the table.
 enum Lookup {
     /// Nothing live or completed: queue a new job.
@@ -119,45 +127,19 @@ impl Engine {
         self.admit(request, None)
     }
 
+    /// Admits a checked request: the id rule and the limits under the
+    /// state lock, then the journal write with no lock held (a large
+    /// request's fsync delays no other submit), then the job into the
+    /// table. A submit of a request id being admitted waits for that
+    /// admission and looks the id up again.
     fn admit(
         &self,
         request: ProofRequest,
         raw: Option<&RawRequest>,
     ) -> Result<Submission, SubmitError> {
-        // One admission at a time: the id rule, the journal write and the
-        // table insert happen in one order.
-        let _admitting = self
-            .inner
-            .admit_lock
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let kind = request.kind();
-        let (seq, superseded) = {
-            let mut st = self.inner.lock();
-            if !st.accepting {
-                return Err(SubmitError::ShuttingDown);
-            }
-            if let Some(why) = super::proving::no_device_in_service(&st, &self.inner) {
-                return Err(SubmitError::NoDevice(why));
-            }
-            prune_finished(&mut st, self.inner.config.job_retention);
-            let mut superseded = None;
-            if let Some(id) = &request.request_id {
-                match lookup(&st, id, kind, &request.digest)? {
-                    Lookup::Same(found) => return Ok(found),
-                    Lookup::Other(old) => superseded = Some(old),
-                    Lookup::Free => {}
-                }
-            }
-            // A CRITICAL job (WinningPoSt) is small and cannot wait.
-            let limit = self.inner.max_jobs;
-            if request.priority != Priority::Critical
-                && st.jobs.values().filter(|j| j.outcome().is_none()).count() >= limit
-            {
-                return Err(SubmitError::QueueFull { limit });
-            }
-            st.next_seq += 1;
-            (st.next_seq - 1, superseded)
+        let (seq, superseded) = match self.reserve(&request)? {
+            Reserved::Found(found) => return Ok(found),
+            Reserved::Seq(seq, superseded) => (seq, superseded),
         };
         let job_id = request
             .request_id
@@ -165,16 +147,27 @@ impl Engine {
             .unwrap_or_else(|| format!("job-{seq}-{:016x}", rand::random::<u64>()));
         let vanilla_bytes = request.vanilla_bytes;
         let job = Arc::new(Job::new(job_id.clone(), seq, request));
-        if let (Some(j), Some(raw)) = (&self.inner.journal, raw) {
-            j.journal
-                .submitted(&super::journaling::entry(&job), raw)
-                .map_err(|e| {
-                    self.inner.metrics.journal_error("submitted");
-                    SubmitError::Journal(e.to_string())
-                })?;
-            j.maybe_prune(self.inner.config.job_retention);
-        }
+        let journaled = match (&self.inner.journal, raw) {
+            (Some(j), Some(raw)) => {
+                let r = j
+                    .journal
+                    .submitted(&super::journaling::entry(&job), raw)
+                    .map_err(|e| {
+                        self.inner.metrics.journal_error("submitted");
+                        SubmitError::Journal(e.to_string())
+                    });
+                if r.is_ok() {
+                    j.maybe_prune(self.inner.config.job_retention);
+                }
+                r
+            }
+            _ => Ok(()),
+        };
         let mut st = self.inner.lock();
+        st.admitting.remove(&job_id);
+        st.admissions -= 1;
+        self.inner.admit_cv.notify_all();
+        journaled?;
         if !st.accepting {
             // Journaled: the next start runs it, and a resubmit then finds it.
             return Err(SubmitError::ShuttingDown);
@@ -186,12 +179,12 @@ impl Engine {
         let queue_position = queue_position(&st, key);
         st.synth_queue.insert(key, job.clone());
         st.jobs.insert(job_id.clone(), job.clone());
-        self.inner.metrics.job_submitted(kind);
+        self.inner.metrics.job_submitted(job.kind);
         drop(st);
         self.inner.synth_cv.notify_all();
         info!(
             job_id = %job_id,
-            kind = %kind,
+            kind = %job.kind,
             proof = %job.proof_type,
             priority = job.priority.as_str(),
             digest = %short_hex(&job.digest),
@@ -204,6 +197,52 @@ impl Engine {
             queue_position,
             existing: false,
         })
+    }
+
+    /// Applies the id rule and the limits, and on admission takes a
+    /// sequence number and marks the request id as being admitted.
+    fn reserve(&self, request: &ProofRequest) -> Result<Reserved, SubmitError> {
+        let kind = request.kind();
+        let mut st = self.inner.lock();
+        loop {
+            if !st.accepting {
+                return Err(SubmitError::ShuttingDown);
+            }
+            match &request.request_id {
+                Some(id) if st.admitting.contains(id) => {
+                    st = self
+                        .inner
+                        .admit_cv
+                        .wait(st)
+                        .unwrap_or_else(|p| p.into_inner());
+                }
+                _ => break,
+            }
+        }
+        if let Some(why) = super::proving::no_device_in_service(&st, &self.inner) {
+            return Err(SubmitError::NoDevice(why));
+        }
+        prune_finished(&mut st, self.inner.config.job_retention);
+        let mut superseded = None;
+        if let Some(id) = &request.request_id {
+            match lookup(&st, id, kind, &request.digest)? {
+                Lookup::Same(found) => return Ok(Reserved::Found(found)),
+                Lookup::Other(old) => superseded = Some(old),
+                Lookup::Free => {}
+            }
+        }
+        // A CRITICAL job (WinningPoSt) is small and cannot wait.
+        let limit = self.inner.max_jobs;
+        let unfinished = st.jobs.values().filter(|j| j.outcome().is_none()).count();
+        if request.priority != Priority::Critical && unfinished + st.admissions >= limit {
+            return Err(SubmitError::QueueFull { limit });
+        }
+        st.next_seq += 1;
+        st.admissions += 1;
+        if let Some(id) = &request.request_id {
+            st.admitting.insert(id.clone());
+        }
+        Ok(Reserved::Seq(st.next_seq - 1, superseded))
     }
 
     /// Ends (if unfinished) the job a newer request replaces.

@@ -225,7 +225,7 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
     if build {
         let t = Instant::now();
         let built = catch("building the circuits", || match job.request() {
-            Some(r) => inner.parts.system.source(r).map_err(|e| e.to_string()),
+            Some(r) => inner.parts.system.source(&r).map_err(|e| e.to_string()),
             None => Err("the job has no request".into()),
         });
         let source = match built {
@@ -472,7 +472,7 @@ pub(super) fn finish(inner: &Arc<Inner>, job: &Arc<Job>) {
         Some(r) => inner
             .parts
             .system
-            .verify(r, &proof)
+            .verify(&r, &proof)
             .map_err(|e| e.to_string()),
         None => Err("the job has no request".into()),
     });

@@ -496,6 +496,29 @@ pub fn engine_on_devices(
     budget: Arc<MemoryBudget>,
     backends: Vec<Arc<dyn ProverBackend>>,
 ) -> Engine {
+    let (config, parts) = scripted_parts(shared, config, budget, backends);
+    Engine::start(config, parts)
+}
+
+/// A scripted engine (one scripted device, 1 GiB budget) on the journal
+/// `opened`: it journals what `Engine::submit` accepts.
+pub fn journaled_engine(
+    shared: &Shared,
+    config: EngineConfig,
+    opened: cuzk_core::journal::Opened,
+) -> Engine {
+    let backend: Arc<dyn ProverBackend> = Arc::new(FakeBackend(shared.clone()));
+    let budget = MemoryBudget::new(1 << 30);
+    let (config, parts) = scripted_parts(shared, config, budget, vec![backend]);
+    Engine::start_journaled(config, parts, opened)
+}
+
+fn scripted_parts(
+    shared: &Shared,
+    config: EngineConfig,
+    budget: Arc<MemoryBudget>,
+    backends: Vec<Arc<dyn ProverBackend>>,
+) -> (EngineConfig, EngineParts) {
     let loader = Arc::new(FakeLoader {
         points: 100,
         loads: Mutex::new(0),
@@ -507,18 +530,16 @@ pub fn engine_on_devices(
         witness_pool: cuzk_core::config::Amount::Bytes(bytesize::ByteSize::b(0)),
         ..config
     };
-    Engine::start(
-        config,
-        EngineParts {
-            system: Arc::new(FakeSystem(shared.clone())),
-            backends,
-            srs,
-            budget: budget.clone(),
-            r1cs: Arc::new(cuzk_core::r1cs_manager::ConstraintSystems::new(
-                None, budget,
-            )),
-        },
-    )
+    let parts = EngineParts {
+        system: Arc::new(FakeSystem(shared.clone())),
+        backends,
+        srs,
+        budget: budget.clone(),
+        r1cs: Arc::new(cuzk_core::r1cs_manager::ConstraintSystems::new(
+            None, budget,
+        )),
+    };
+    (config, parts)
 }
 
 pub fn engine(shared: &Shared, workers: usize) -> Engine {
