@@ -2,6 +2,7 @@
 //! user's client (`cuzk-bench`) and the daemon, which never link them.
 //!
 //! `stress` (a mixed load through gRPC, lost and duplicated jobs counted),
+//! `admit-bench` (a WinningPoSt submit beside large PoRep submits),
 //! `gpu-bench` (per-stage GPU timings of synthetic partitions) and
 //! `gpu-stress` (several GPU workers under a VRAM limit, every proof checked
 //! against the CPU backend's), `prover-bench` (bellperson's CPU prover and
@@ -12,6 +13,7 @@
 //! access, SRS tiling, the allocation-failure hook). `experiments/` holds
 //! stand-alone CUDA experiments, built by hand.
 
+mod admit_bench;
 mod check_circuits;
 mod gpu_bench;
 mod gpu_stress;
@@ -111,6 +113,21 @@ enum Command {
         priority: Vec<(ProofKind, i32)>,
         #[command(flatten)]
         fixtures: FixtureArgs,
+    },
+    /// A WinningPoSt's SubmitProof alone and beside `--big` concurrent
+    /// PoRep submits of `--sector-size` (synthetic C1 outputs, checked and
+    /// journaled; placeholder parameters, so the jobs then fail at once),
+    /// through a daemon in this process with its journal on. Ends with
+    /// `admit-bench big=N big_bytes=B rounds=R winning_alone_ms_p50=..
+    /// winning_loaded_ms_p50=.. winning_loaded_ms_max=.. loaded_vs_alone=..`.
+    AdmitBench {
+        #[arg(long, default_value_t = 4)]
+        big: usize,
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        /// Sector size of the large PoRep requests.
+        #[arg(long, default_value = "32GiB")]
+        sector_size: cuzk_fixtures::SectorSize,
     },
     /// Today's synthesis and the compiled-constraint-system path side by
     /// side on one partition (each in its own process): wall ms, CPU
@@ -433,6 +450,15 @@ fn main() -> Result<()> {
             warm_dir,
             fixtures,
         } => srs_cmd::run(kind, &fixtures.selection(), checked, &warm_dir),
+        Command::AdmitBench {
+            big,
+            rounds,
+            sector_size,
+        } => runtime.block_on(admit_bench::run(admit_bench::Options {
+            big,
+            rounds,
+            size: sector_size,
+        })),
         Command::SynthBench {
             kind,
             partition,

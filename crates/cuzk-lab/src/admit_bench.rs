@@ -1,0 +1,162 @@
+//! `cuzk-lab admit-bench`: how long a WinningPoSt's `SubmitProof` takes
+//! while large PoRep submits are being checked and journaled, side by side
+//! with the same submit alone, through a daemon started in this process with
+//! its journal on (the journal write of a request happens outside any lock
+//! another submit waits for).
+//!
+//! The large requests are synthetic PoRep C1 outputs of `--sector-size`
+//! (made locally, inputs only); the WinningPoSt is the 2 KiB fixtures' (made
+//! by `cuzk-bench gen-fixtures`). Their parameter files are empty
+//! placeholders in a private parameter directory — the submit checks only
+//! that they exist — so the jobs are accepted and journaled and then fail
+//! at once when the engine reads their parameters: only admission is
+//! measured. Ends with `admit-bench big=N big_bytes=B rounds=R
+//! winning_alone_ms_p50=.. winning_loaded_ms_p50=.. winning_loaded_ms_max=..
+//! loaded_vs_alone=..`.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use cuzk_core::{ProofKind, RawRequest};
+use cuzk_fixtures::{SectorSize, SyntheticSpec};
+use cuzk_server::convert::submit_request;
+use cuzk_server::{Client, Daemon};
+
+/// What to measure.
+pub struct Options {
+    pub big: usize,
+    pub rounds: usize,
+    pub size: SectorSize,
+}
+
+pub async fn run(opts: Options) -> Result<()> {
+    if opts.big == 0 || opts.rounds == 0 {
+        bail!("--big and --rounds must be at least 1");
+    }
+    let work = tempfile::tempdir()?;
+    let params = work.path().join("params");
+    std::fs::create_dir_all(&params)?;
+    let size = opts.size;
+    let (small, porep) = tokio::task::spawn_blocking(move || -> Result<_> {
+        // Loaded, not made: making them would fix this process' parameter
+        // cache on their directory.
+        let small = cuzk_fixtures::load(&cuzk_fixtures::default_dir())?;
+        let spec = SyntheticSpec {
+            with_params: false,
+            ..SyntheticSpec::new(size)
+        };
+        let big = cuzk_fixtures::ensure_synthetic(&spec, &mut |_| {})?;
+        Ok((small, big.request(ProofKind::PoRep)?))
+    })
+    .await??;
+    // This process' parameter cache is the private one.
+    cuzk_core::params::init_parameter_cache(&params)?;
+    link_params(&small.params_dir(), &params)?;
+    placeholder_params(&porep)?;
+    let winning = small.request(ProofKind::WinningPost)?;
+
+    let mut config = crate::commands::local_daemon_config(&small)?;
+    config.params.cache_dir = Some(params.clone());
+    config.daemon.journal = true;
+    config.daemon.state_dir = Some(work.path().join("state"));
+    // Every round's requests are admitted, however far the engine is
+    // behind in failing them.
+    config.engine.max_queued_jobs = (opts.rounds * (opts.big + 1) + 8).into();
+    let daemon = Daemon::start(config).await?;
+    let addr = daemon.client_address();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(daemon.serve(async {
+        let _ = stop_rx.await;
+    }));
+    let mut client = cuzk_server::connect(&addr).await?;
+
+    let big_bytes = porep.vanilla_proof.len();
+    eprintln!(
+        "admit-bench: {} PoRep submits of {} ({big_bytes} bytes of C1 each) beside one WinningPoSt, {} rounds",
+        opts.big, opts.size, opts.rounds
+    );
+    let mut alone = Vec::new();
+    let mut loaded = Vec::new();
+    for round in 0..opts.rounds {
+        let ms = timed_submit(&mut client, &winning, &format!("alone-{round}")).await?;
+        alone.push(ms);
+        let mut bigs = Vec::new();
+        for i in 0..opts.big {
+            let mut c = client.clone();
+            let mut r = porep.clone();
+            r.request_id = format!("big-{round}-{i}");
+            bigs.push(tokio::spawn(async move {
+                c.submit_proof(submit_request(r)).await.map(|_| ())
+            }));
+        }
+        // The large requests are on their way (their bytes take a while
+        // to arrive, be decoded and be written).
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let ms = timed_submit(&mut client, &winning, &format!("loaded-{round}")).await?;
+        let mut pending = 0;
+        for b in &bigs {
+            pending += usize::from(!b.is_finished());
+        }
+        loaded.push(ms);
+        for b in bigs {
+            b.await?.context("a large PoRep submit")?;
+        }
+        eprintln!(
+            "round {round}: WinningPoSt alone {:.1} ms, beside {} PoRep submits ({pending} still in flight when it returned) {:.1} ms",
+            alone[round], opts.big, ms
+        );
+    }
+    let _ = stop_tx.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(60), server).await;
+    let p50 = |v: &[f64]| {
+        let mut s = v.to_vec();
+        s.sort_by(f64::total_cmp);
+        s[s.len() / 2]
+    };
+    let max = loaded.iter().copied().fold(0.0, f64::max);
+    println!(
+        "admit-bench big={} big_bytes={big_bytes} sector_size={} rounds={} winning_alone_ms_p50={:.1} \
+         winning_loaded_ms_p50={:.1} winning_loaded_ms_max={max:.1} loaded_vs_alone={:.2}",
+        opts.big,
+        opts.size,
+        opts.rounds,
+        p50(&alone),
+        p50(&loaded),
+        p50(&loaded) / p50(&alone).max(0.001)
+    );
+    Ok(())
+}
+
+/// Submits `r` under `id`; milliseconds until `SubmitProof` answered.
+async fn timed_submit(client: &mut Client, r: &RawRequest, id: &str) -> Result<f64> {
+    let mut r = r.clone();
+    r.request_id = id.to_string();
+    let t = Instant::now();
+    client
+        .submit_proof(submit_request(r))
+        .await
+        .with_context(|| format!("submit {id}"))?;
+    Ok(t.elapsed().as_secs_f64() * 1e3)
+}
+
+/// Links every file of the fixtures' parameter directory into `to`.
+fn link_params(from: &Path, to: &Path) -> Result<()> {
+    for f in std::fs::read_dir(from)?.flatten() {
+        std::os::unix::fs::symlink(f.path(), to.join(f.file_name()))?;
+    }
+    Ok(())
+}
+
+/// Empty parameter files for the PoRep request's proof type, in this
+/// process' parameter cache: the submit finds them, the engine cannot read
+/// them.
+fn placeholder_params(porep: &RawRequest) -> Result<()> {
+    let proof_type = cuzk_core::kinds::ProofType::decode(ProofKind::PoRep, porep.registered_proof)
+        .map_err(|e| anyhow::anyhow!("{}", e.0))?;
+    let files = cuzk_core::params::param_files(proof_type).map_err(|e| anyhow::anyhow!(e.0))?;
+    for p in [files.params, files.vk] {
+        std::fs::File::create(&p).with_context(|| p.display().to_string())?;
+    }
+    Ok(())
+}
