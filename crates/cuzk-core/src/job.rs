@@ -173,7 +173,7 @@ pub struct Job {
 
 impl Job {
     pub(crate) fn new(id: String, seq: u64, request: ProofRequest) -> Job {
-        Job::submitted_at(id, seq, request, crate::journal::unix_now())
+        Job::submitted_at(id, seq, request, crate::clock::unix_now())
     }
 
     /// A job submitted at `submitted_unix` (before a restart, for a job
@@ -185,7 +185,7 @@ impl Job {
         request: ProofRequest,
         submitted_unix: u64,
     ) -> Job {
-        let ago = Duration::from_secs(crate::journal::unix_now().saturating_sub(submitted_unix));
+        let ago = Duration::from_secs(crate::clock::unix_now().saturating_sub(submitted_unix));
         let now = Instant::now();
         Job {
             id,
@@ -206,7 +206,7 @@ impl Job {
 
     /// A job that ended before a restart, as the journal recorded it.
     pub(crate) fn restored(r: Restored) -> Job {
-        let ago = Duration::from_secs(crate::journal::unix_now().saturating_sub(r.finished_unix));
+        let ago = Duration::from_secs(crate::clock::unix_now().saturating_sub(r.finished_unix));
         let now = Instant::now();
         let finished = now.checked_sub(ago).unwrap_or(now);
         Job {

@@ -33,6 +33,7 @@ use fs2::FileExt;
 use rusqlite::{params, Connection, OptionalExtension};
 use tracing::{error, info, warn};
 
+pub use crate::clock::unix_now;
 use crate::job::JobStatus;
 use crate::kinds::{Priority, ProofKind};
 use crate::request::{kind_to_wire, RawRequest, RequestDigest};
@@ -150,13 +151,6 @@ pub struct Journal {
     dir: PathBuf,
     conn: Mutex<Connection>,
     _lock: File,
-}
-
-/// Seconds since the Unix epoch.
-pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 impl Journal {
@@ -302,14 +296,16 @@ impl Journal {
     pub fn read_payload(path: &Path) -> Result<RawRequest, JournalError> {
         let bytes =
             fs::read(path).map_err(|e| JournalError::Payload(path.to_path_buf(), e.to_string()))?;
-        Journal::decode_payload(&bytes).map_err(|e| JournalError::Payload(path.to_path_buf(), e))
+        Journal::decode_payload(&bytes).map_err(|e| {
+            JournalError::Payload(path.to_path_buf(), format!("not a journaled request: {e}"))
+        })
     }
 
     /// A journaled request from a payload's bytes (bincode, strictly: no
     /// trailing bytes, no length prefix reserving more than the bytes
     /// given).
-    pub fn decode_payload(bytes: &[u8]) -> Result<RawRequest, String> {
-        crate::request::bincode_strict(bytes).map_err(|e| format!("not a journaled request: {e}"))
+    pub fn decode_payload(bytes: &[u8]) -> bincode::Result<RawRequest> {
+        crate::request::bincode_strict(bytes)
     }
 
     /// Forgets jobs that ended before `cutoff_unix`, and entries older than

@@ -16,6 +16,7 @@
 //! prover backend's to say (`cuzk_prover::ProverBackend`).
 
 pub mod budget;
+pub mod clock;
 pub mod config;
 pub mod device_tier;
 pub mod engine;

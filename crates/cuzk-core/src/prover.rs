@@ -7,7 +7,6 @@ use cuzk_circuits::{
     PartitionSource, ProofCircuits,
 };
 
-use crate::engine::ProofSystem;
 use crate::kinds::ProofType;
 use crate::request::{ProofInput, ProofRequest};
 use crate::verify::verify_proof;
@@ -25,6 +24,14 @@ pub enum ProofSystemError {
     /// Any other proof system's own failure.
     #[error("{0}")]
     Other(String),
+}
+
+/// The Filecoin side of proving, as the engine needs it.
+pub trait ProofSystem: Send + Sync + 'static {
+    /// The proof's partitions, ready to synthesize.
+    fn source(&self, req: &ProofRequest) -> Result<Box<dyn PartitionSource>, ProofSystemError>;
+    /// Whether `proof` is a valid proof of `req`.
+    fn verify(&self, req: &ProofRequest, proof: &[u8]) -> Result<bool, ProofSystemError>;
 }
 
 /// A request's circuits: the partitions the engine synthesizes and, for

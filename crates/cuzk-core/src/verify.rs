@@ -37,6 +37,13 @@ use storage_proofs_post::fallback::{
 use crate::kinds::ProofType;
 use crate::request::{ProofInput, ProofRequest};
 
+/// filecoin-proofs' verifier could not run (malformed proof bytes, a
+/// missing verifying key, a request that does not fit its proof type...):
+/// not that the proof is wrong. Carries filecoin-proofs' own error chain.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:#}")]
+pub struct VerifyError(#[from] anyhow::Error);
+
 /// Size of one Groth16 proof (compressed A, B, C).
 pub const GROTH_PROOF_BYTES: usize = 192;
 
@@ -44,7 +51,11 @@ pub const GROTH_PROOF_BYTES: usize = 192;
 ///
 /// `Ok(false)`: the proof is well-formed but wrong. `Err`: verification could
 /// not run (malformed proof bytes, missing verifying key, ...).
-pub fn verify_proof(req: &ProofRequest, proof: &[u8]) -> anyhow::Result<bool> {
+pub fn verify_proof(req: &ProofRequest, proof: &[u8]) -> Result<bool, VerifyError> {
+    verify_any(req, proof).map_err(VerifyError)
+}
+
+fn verify_any(req: &ProofRequest, proof: &[u8]) -> anyhow::Result<bool> {
     match (&req.input, req.proof_type) {
         (
             ProofInput::PoRep {
@@ -87,7 +98,7 @@ pub fn verify_proof(req: &ProofRequest, proof: &[u8]) -> anyhow::Result<bool> {
                 ..
             },
             ProofType::Window(post_type),
-        ) => verify_window_post_partition(
+        ) => verify_window_any(
             post_type,
             randomness,
             *prover_id,
@@ -122,6 +133,25 @@ pub fn verify_proof(req: &ProofRequest, proof: &[u8]) -> anyhow::Result<bool> {
 /// part of the API for symmetry with `verify_window_post`; FallbackPoSt's
 /// public inputs do not contain it.
 pub fn verify_window_post_partition(
+    post_type: RegisteredPoStProof,
+    randomness: &ChallengeSeed,
+    _prover_id: ProverId,
+    sectors: &[(SectorId, Commitment)],
+    partition_index: usize,
+    proof: &[u8],
+) -> Result<bool, VerifyError> {
+    verify_window_any(
+        post_type,
+        randomness,
+        _prover_id,
+        sectors,
+        partition_index,
+        proof,
+    )
+    .map_err(VerifyError)
+}
+
+fn verify_window_any(
     post_type: RegisteredPoStProof,
     randomness: &ChallengeSeed,
     _prover_id: ProverId,
@@ -169,12 +199,8 @@ fn verify_window_partition_inner<Tree: 'static + MerkleTreeTrait>(
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let randomness = as_safe_commitment(randomness, "randomness")?;
-    let inputs = window_partition_public_inputs::<Tree>(
-        &vanilla_params,
-        &randomness,
-        &pub_sectors,
-        partition_index,
-    )?;
+    let inputs =
+        public_inputs_any::<Tree>(&vanilla_params, &randomness, &pub_sectors, partition_index)?;
     let vk = <FallbackPoStCompound<Tree> as CompoundProof<
         FallbackPoSt<'_, Tree>,
         FallbackPoStCircuit<Tree>,
@@ -194,6 +220,15 @@ fn verify_window_partition_inner<Tree: 'static + MerkleTreeTrait>(
 /// challenge index of the older proof versions. Taking the chunk as given
 /// and the index as a number means no memory in proportion to `k`.
 pub fn window_partition_public_inputs<Tree: 'static + MerkleTreeTrait>(
+    params: &fallback::PublicParams,
+    randomness: &<Tree::Hasher as Hasher>::Domain,
+    sectors: &[PublicSector<<Tree::Hasher as Hasher>::Domain>],
+    k: usize,
+) -> Result<Vec<Fr>, VerifyError> {
+    public_inputs_any::<Tree>(params, randomness, sectors, k).map_err(VerifyError)
+}
+
+fn public_inputs_any<Tree: 'static + MerkleTreeTrait>(
     params: &fallback::PublicParams,
     randomness: &<Tree::Hasher as Hasher>::Domain,
     sectors: &[PublicSector<<Tree::Hasher as Hasher>::Domain>],

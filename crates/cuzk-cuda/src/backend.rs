@@ -25,9 +25,11 @@ use cuzk_prover::backend::{
 use cuzk_prover::proof::Proof;
 use cuzk_prover::synth::{PartitionWitness, WitnessSize};
 
+use crate::config::SrsPlacement;
 use crate::config::{GpuTuning, GpusConfig, DEFAULT_VRAM_MARGIN};
+use crate::error::CudaError;
 use crate::metrics::{Counters, StagingCounts};
-use crate::{CudaError, SrsPlacement};
+use crate::timeline::Timeline;
 #[cfg(feature = "cuda")]
 use cuzk_prover::srs::Section;
 
@@ -272,26 +274,6 @@ impl CudaBackend {
     }
 }
 
-/// Where the kernel regions since the last mark lie on the GPU's clock
-/// (ms after the epoch event), and their total length.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Timeline {
-    /// Begin of the first region and end of the last one.
-    pub first_begin_ms: Option<f64>,
-    pub last_end_ms: Option<f64>,
-    /// Sum of the regions' lengths.
-    pub busy_ms: f64,
-}
-
-impl Timeline {
-    /// Busy time over the span from the first region's begin to the last
-    /// one's end, both by CUDA events (None before any region).
-    pub fn busy_share(&self) -> Option<f64> {
-        let span = self.last_end_ms? - self.first_begin_ms?;
-        (span > 0.0).then(|| self.busy_ms / span)
-    }
-}
-
 /// The contexts of `device`, shared by every backend on it: sppark's
 /// streams and MSM counters are per device, so kernels of two calls must
 /// never run on one device at once (the device lock, see `device.rs`).
@@ -438,7 +420,11 @@ impl ProverBackend for CudaBackend {
         }
         #[cfg(feature = "cuda")]
         {
-            gpu::prove(self, &self.counters, witnesses, srs, r, s, abc_freed)
+            if shared::applies(self, witnesses, srs) {
+                shared::prove(self, &self.counters, witnesses, srs, (r, s), abc_freed)
+            } else {
+                gpu::prove(self, &self.counters, witnesses, srs, r, s, abc_freed)
+            }
         }
         #[cfg(not(feature = "cuda"))]
         {
@@ -452,19 +438,3 @@ impl ProverBackend for CudaBackend {
 mod gpu;
 #[cfg(feature = "cuda")]
 mod shared;
-
-#[cfg(test)]
-mod tests {
-    use super::Timeline;
-
-    #[test]
-    fn the_busy_share_is_over_the_gpu_span() {
-        assert_eq!(Timeline::default().busy_share(), None);
-        let t = Timeline {
-            first_begin_ms: Some(100.0),
-            last_end_ms: Some(1100.0),
-            busy_ms: 950.0,
-        };
-        assert_eq!(t.busy_share(), Some(0.95));
-    }
-}

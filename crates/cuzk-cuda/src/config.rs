@@ -227,6 +227,11 @@ impl GpusConfig {
     }
 }
 
+/// Resident witness MSMs with fewer points run as plain Pippenger, not
+/// split into zeros, ones and the rest: below 2^17 points the split's extra
+/// passes cost more than they save (H200, docs/PERF.md).
+pub const SPLIT01_MIN_POINTS: usize = 1 << 17;
+
 #[cfg(test)]
 mod tests {
     use super::*;

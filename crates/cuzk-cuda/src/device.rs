@@ -22,11 +22,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::backend::Timeline;
+use crate::error::CudaError;
 use crate::ffi::Ctx;
 use crate::matrices::MatricesCache;
+use crate::timeline::Timeline;
 use crate::urgent_lock::{UrgentGuard, UrgentMutex};
-use crate::CudaError;
 
 pub(crate) struct Device {
     // Declared before `owner`, so dropped first: workers read its SRS.

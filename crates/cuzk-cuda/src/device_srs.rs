@@ -20,11 +20,12 @@ use cuzk_prover::backend::SrsRef;
 use cuzk_prover::srs::Section;
 use cuzk_prover::{SrsPreparation, WitnessSize};
 
+use crate::config::SrsPlacement;
 use crate::device::Device;
+use crate::error::CudaError;
 use crate::ffi::{point_bytes, Ctx};
 use crate::pinned::Pinned;
 use crate::residency::{self, SECTIONS};
-use crate::{CudaError, SrsPlacement};
 
 /// Headroom kept free beside an SRS on the device for the MSM scratch.
 const MSM_HEADROOM: u64 = 4 << 30;

@@ -17,7 +17,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_prover::srs::Section;
 
 use crate::config::{GpuTuning, HostCopy};
-use crate::CudaError;
+use crate::error::CudaError;
 
 /// `struct cuzk_cuda_tuning` of `cuda/tuning.cuh`, field for field.
 #[repr(C)]
@@ -659,11 +659,11 @@ impl Ctx {
 
     /// Turns on (the default) or off the 0/1 split of the resident MSMs over
     /// [`Source::Aux`] and [`Source::Picked`] of at least
-    /// [`crate::SPLIT01_MIN_POINTS`] points: zeros dropped, ones summed by
+    /// [`crate::config::SPLIT01_MIN_POINTS`] points: zeros dropped, ones summed by
     /// index, Pippenger over the rest only.
     pub(crate) fn set_split01(&mut self, on: bool) -> Result<(), CudaError> {
         let min = if on {
-            crate::SPLIT01_MIN_POINTS
+            crate::config::SPLIT01_MIN_POINTS
         } else {
             usize::MAX
         };

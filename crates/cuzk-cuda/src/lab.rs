@@ -10,8 +10,9 @@ use cuzk_prover::density::Density;
 use cuzk_prover::srs::Section;
 use ff::{Field, PrimeField};
 
+use crate::error::CudaError;
 use crate::ffi::{Ctx, Source};
-use crate::{CudaBackend, CudaError};
+use crate::CudaBackend;
 
 impl CudaBackend {
     /// Test hook: the next partition on this device fails its next `count`

@@ -30,6 +30,7 @@ pub mod config;
 mod device;
 #[cfg(feature = "cuda")]
 mod device_srs;
+mod error;
 #[cfg(feature = "cuda")]
 mod ffi;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -44,59 +45,23 @@ pub mod residency;
 #[cfg(feature = "cuda")]
 mod shared_pass;
 pub mod staging;
+mod timeline;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod urgent_lock;
 
-pub use backend::{CudaBackend, Timeline, GPU_MIN_POINTS};
+pub use backend::{CudaBackend, GPU_MIN_POINTS};
 pub use config::{
     BackendChoice, GpuTuning, GpusConfig, HostCopy, SrsPlacement, DEFAULT_VRAM_MARGIN,
+    SPLIT01_MIN_POINTS,
 };
 #[cfg(feature = "cuda")]
 pub use device_srs::srs_device_bytes;
+pub use error::CudaError;
 #[cfg(feature = "cuda")]
 pub use ffi::Source;
 pub use metrics::StagingCounts;
 pub use staging::StagingTier;
-
-/// Resident witness MSMs with fewer points run as plain Pippenger, not
-/// split into zeros, ones and the rest: below 2^17 points the split's extra
-/// passes cost more than they save (H200, docs/PERF.md).
-pub const SPLIT01_MIN_POINTS: usize = 1 << 17;
-
-/// Why the CUDA backend could not start or prove.
-#[derive(Debug, thiserror::Error)]
-pub enum CudaError {
-    #[error("cuzk was built without the `cuda` feature")]
-    NotBuilt,
-    #[error("CUDA device {device} does not exist ({count} usable devices)")]
-    NoDevice { device: usize, count: usize },
-    #[error("cuda: {0}")]
-    Cuda(String),
-    /// The device (or `gpus.vram_limit`) had no room; the context is intact.
-    #[error("cuda: out of device memory: {0}")]
-    OutOfMemory(String),
-    #[error("cuda: invalid input: {0}")]
-    Input(String),
-    /// An error that leaves the device's context unusable (an illegal
-    /// address, a launch failure, an uncorrectable ECC error...), or the
-    /// failure hook `gpus.tuning.fail_device`: nothing more can run on it.
-    #[error("cuda: device lost: {0}")]
-    DeviceLost(String),
-}
-
-impl From<CudaError> for cuzk_prover::ProverError {
-    fn from(e: CudaError) -> Self {
-        match e {
-            CudaError::Input(m) => cuzk_prover::ProverError::Input(m),
-            CudaError::Cuda(m) => cuzk_prover::ProverError::Backend(format!("cuda: {m}")),
-            CudaError::DeviceLost(m) => cuzk_prover::ProverError::Device(format!("cuda: {m}")),
-            CudaError::OutOfMemory(m) => {
-                cuzk_prover::ProverError::Backend(format!("cuda: out of device memory: {m}"))
-            }
-            other => cuzk_prover::ProverError::Backend(other.to_string()),
-        }
-    }
-}
+pub use timeline::Timeline;
 
 /// Number of usable CUDA devices; 0 without the `cuda` feature.
 pub fn device_count() -> Result<usize, CudaError> {

@@ -13,8 +13,8 @@ use blstrs::Scalar;
 use cuzk_prover::{ConstraintMatrices, FlatChunk};
 use ff::Field;
 
+use crate::error::CudaError;
 use crate::ffi::{check, Ctx, RawCtx};
-use crate::CudaError;
 
 /// Rows per chunk of the device form: one GPU thread each (2^19 threads
 /// for a 2^27 partition).

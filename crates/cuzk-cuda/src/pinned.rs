@@ -10,8 +10,8 @@
 
 use std::time::Instant;
 
+use crate::error::CudaError;
 use crate::ffi::check;
-use crate::CudaError;
 
 extern "C" {
     fn cuzk_cuda_host_register(p: *const u8, bytes: usize) -> sppark::Error;

@@ -9,8 +9,8 @@
 use blst::{blst_p1, blst_p2};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
 
+use crate::error::CudaError;
 use crate::ffi::{check, Ctx, RawCtx, Source};
-use crate::CudaError;
 
 extern "C" {
     fn cuzk_cuda_msm_g1_shared(

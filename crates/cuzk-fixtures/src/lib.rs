@@ -19,6 +19,7 @@
 //! a complete set. A lock file serialises concurrent runs (tests, CI jobs).
 
 pub mod manifest;
+mod output;
 mod params;
 mod requests;
 mod sealed;
@@ -28,8 +29,10 @@ pub mod synthetic;
 mod vanilla;
 
 pub use manifest::Manifest;
+pub(crate) use output::write;
+pub use output::Progress;
 pub use params::{circuits, seed as params_seed};
-pub use size::SectorSize;
+pub use size::{SectorSize, UnknownSectorSize};
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -48,30 +51,6 @@ pub const SECTOR_SIZE: u64 = sector::SECTOR_SIZE;
 
 /// The seed synthetic sets are made from unless told otherwise.
 pub const DEFAULT_SYNTHETIC_SEED: u64 = 0x5e_c702;
-
-/// A step of fixture generation, for progress displays.
-#[derive(Clone, Debug)]
-pub enum Progress {
-    /// A step found done and reused.
-    Reused {
-        step: String,
-    },
-    /// A step begins; `estimate_secs` is its rough cost on 2 cores.
-    Started {
-        step: String,
-        estimate_secs: u64,
-    },
-    /// Part of a long step is done: `done` of `total` units (points, ...).
-    Advanced {
-        step: String,
-        done: u64,
-        total: u64,
-    },
-    Done {
-        step: String,
-        secs: f64,
-    },
-}
 
 /// `$XDG_CACHE_HOME/cuzk`, else `~/.cache/cuzk`, else `/var/tmp/cuzk`
 /// (`cuzk-test-support`, the one fixture-directory lookup).
@@ -314,14 +293,6 @@ pub fn load_with(dir: &Path, params: &Path) -> Result<Fixtures> {
         }
     }
     Ok(f)
-}
-
-/// Writes a file atomically (temporary name, then rename).
-pub(crate) fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    fs::rename(&tmp, dir.join(name))?;
-    Ok(())
 }
 
 impl Fixtures {

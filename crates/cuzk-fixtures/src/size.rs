@@ -105,20 +105,23 @@ impl fmt::Display for SectorSize {
     }
 }
 
+/// A sector size this crate does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown sector size {0:?}: use 2KiB, 8MiB, 512MiB, 32GiB or 64GiB")]
+pub struct UnknownSectorSize(pub String);
+
 impl FromStr for SectorSize {
-    type Err = String;
+    type Err = UnknownSectorSize;
 
     /// `2KiB`, `8MiB`, `512MiB`, `32GiB`, `64GiB` (any case, `KB`/`MB`/`GB`
     /// and a bare byte count accepted).
-    fn from_str(s: &str) -> Result<SectorSize, String> {
+    fn from_str(s: &str) -> Result<SectorSize, UnknownSectorSize> {
         let t = s.trim().to_ascii_lowercase().replace("ib", "b");
         let found = SectorSize::ALL.into_iter().find(|size| {
             size.name().to_ascii_lowercase().replace("ib", "b") == t
                 || t.parse::<u64>().ok() == Some(size.bytes())
         });
-        found.ok_or_else(|| {
-            format!("unknown sector size {s:?}: use 2KiB, 8MiB, 512MiB, 32GiB or 64GiB")
-        })
+        found.ok_or_else(|| UnknownSectorSize(s.to_string()))
     }
 }
 

@@ -14,6 +14,7 @@ pub mod backend;
 pub mod check;
 pub mod cpu;
 pub mod density;
+pub mod error;
 pub mod matrices;
 pub mod msm;
 pub mod ntt;

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use blstrs::Scalar;
 
-use crate::backend::ProverError;
+use crate::error::ProverError;
 
 /// Where a partition's a, b and c are evaluated.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

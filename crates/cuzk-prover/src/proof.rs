@@ -8,7 +8,8 @@
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::{prime::PrimeCurveAffine, Curve};
 
-use crate::backend::{ProverError, SrsRef};
+use crate::error::ProverError;
+use crate::srs::SrsRef;
 
 /// Size of a proof in bytes (compressed A, B, C).
 pub const PROOF_BYTES: usize = 192;

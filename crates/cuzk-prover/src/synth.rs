@@ -74,7 +74,7 @@ impl PartitionWitness {
 
     /// Evaluates a, b and c on the host when they were left to the
     /// backend; nothing otherwise. An unsatisfied constraint is an error.
-    pub fn evaluate_abc(&mut self) -> Result<(), crate::ProverError> {
+    pub fn evaluate_abc(&mut self) -> Result<(), crate::error::ProverError> {
         if !self.abc_deferred() {
             return Ok(());
         }

@@ -98,7 +98,8 @@ async fn bind_status(
     access.check_exposure("daemon.status_listen", l.local_addr().ok(), &config.daemon)?;
     Ok(Some(match &access.tls {
         Some((cert, key)) => {
-            let tls = crate::tls::server_config(cert, key).map_err(DaemonError::Tls)?;
+            let tls = crate::tls::server_config(cert, key)
+                .map_err(|e| DaemonError::Tls(e.to_string()))?;
             StatusListener::Tls(crate::tls::TlsListener::new(
                 l,
                 tls,

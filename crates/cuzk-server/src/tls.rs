@@ -15,22 +15,34 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 use tracing::debug;
 
+/// Why the TLS certificate or key cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsConfigError {
+    #[error("daemon.tls_cert: {0}")]
+    Cert(String),
+    #[error("daemon.tls_key: {0}")]
+    Key(String),
+    #[error("daemon.tls_cert / daemon.tls_key: {0}")]
+    Pair(String),
+}
+
 /// A rustls server config from a PEM certificate chain and key.
-pub fn server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<ServerConfig>, String> {
+pub fn server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<ServerConfig>, TlsConfigError> {
     let certs = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("daemon.tls_cert: {e}"))?;
+        .map_err(|e| TlsConfigError::Cert(e.to_string()))?;
     if certs.is_empty() {
-        return Err("daemon.tls_cert: no certificate in the file".into());
+        return Err(TlsConfigError::Cert("no certificate in the file".into()));
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| format!("daemon.tls_key: {e}"))?;
+    let key =
+        PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| TlsConfigError::Key(e.to_string()))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(|e| TlsConfigError::Pair(e.to_string()))?
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .map_err(|e| format!("daemon.tls_cert / daemon.tls_key: {e}"))?;
+        .map_err(|e| TlsConfigError::Pair(e.to_string()))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }

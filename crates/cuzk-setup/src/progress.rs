@@ -6,6 +6,7 @@
 //! points are written, so a command line can draw a bar with rate and ETA.
 
 use std::fmt;
+use std::time::Duration;
 
 /// A stage of a streaming generation, in order (`Ord` is that order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -90,4 +91,20 @@ pub fn peak_rss() -> Option<u64> {
         .parse()
         .ok()?;
     Some(kib * 1024)
+}
+
+/// CPU time this process has used so far, all threads together.
+pub fn cpu_time() -> Duration {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
+            return Duration::ZERO;
+        }
+        usage
+    };
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }

@@ -32,7 +32,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use cuzk_circuits::PartitionSource;
 use cuzk_prover::{PartitionWitness, ProverBackend};
 use tracing::{info, warn};
 
@@ -42,19 +41,11 @@ use crate::job::{Job, JobOutcome, JobPhase, JobStatus};
 use crate::journal::Journal;
 use crate::kinds::{Priority, ProofKind};
 use crate::metrics::Metrics;
-use crate::prover::ProofSystemError;
+pub use crate::prover::ProofSystem;
 use crate::r1cs_manager::{ConstraintSystemEntry, ConstraintSystems};
-use crate::request::{ProofRequest, RequestError};
+use crate::request::RequestError;
 use crate::sizing::{self, Machine};
 use crate::srs_manager::{SrsEntry, SrsLease, SrsManager};
-
-/// The Filecoin side of proving, as the engine needs it.
-pub trait ProofSystem: Send + Sync + 'static {
-    /// The proof's partitions, ready to synthesize.
-    fn source(&self, req: &ProofRequest) -> Result<Box<dyn PartitionSource>, ProofSystemError>;
-    /// Whether `proof` is a valid proof of `req`.
-    fn verify(&self, req: &ProofRequest, proof: &[u8]) -> Result<bool, ProofSystemError>;
-}
 
 /// The parts an engine is built from.
 #[derive(Clone)]
@@ -360,7 +351,8 @@ impl Engine {
         inner
             .metrics
             .budget(inner.parts.budget.used(), inner.parts.budget.limit());
-        workers::spawn(&inner, synth_workers, prove_workers);
+        workers::spawn(&inner, synth_workers);
+        proving::spawn(&inner, prove_workers);
         info!(
             synth_workers,
             prove_workers,

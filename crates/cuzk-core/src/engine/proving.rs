@@ -23,7 +23,18 @@ use super::{end_job, end_job_as, Inner, Journaled, PartKey, ReadyPartition, Stat
 use crate::job::{Job, JobStatus};
 use crate::kinds::Priority;
 
-pub(super) fn prove_loop(inner: &Arc<Inner>, w: usize) {
+/// Starts `prove` prover workers.
+pub(super) fn spawn(inner: &Arc<Inner>, prove: usize) {
+    for w in 0..prove {
+        let inner = inner.clone();
+        std::thread::Builder::new()
+            .name(format!("cuzk-prove-{w}"))
+            .spawn(move || prove_loop(&inner, w))
+            .expect("spawn prover worker");
+    }
+}
+
+fn prove_loop(inner: &Arc<Inner>, w: usize) {
     loop {
         let slot = inner.worker_device[w];
         let parts = {

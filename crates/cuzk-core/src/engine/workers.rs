@@ -28,20 +28,15 @@ use crate::srs_manager::SrsLease;
 /// whether its job is still wanted.
 const WAIT_SLICE: Duration = Duration::from_millis(500);
 
-pub(super) fn spawn(inner: &Arc<Inner>, synth: usize, prove: usize) {
+/// Starts `synth` synthesis workers (the prover workers are
+/// `proving::spawn`'s).
+pub(super) fn spawn(inner: &Arc<Inner>, synth: usize) {
     for w in 0..synth {
         let inner = inner.clone();
         std::thread::Builder::new()
             .name(format!("cuzk-synth-{w}"))
             .spawn(move || synth_loop(&inner, w))
             .expect("spawn synthesis worker");
-    }
-    for w in 0..prove {
-        let inner = inner.clone();
-        std::thread::Builder::new()
-            .name(format!("cuzk-prove-{w}"))
-            .spawn(move || super::proving::prove_loop(&inner, w))
-            .expect("spawn prover worker");
     }
 }
 

@@ -26,11 +26,11 @@ use cuzk_prover::srs::Section;
 use super::{CudaBackend, GPU_MIN_POINTS};
 use crate::device::{Device, KernelRegion, Wait};
 use crate::device_srs::OnDevice;
+use crate::error::CudaError;
 use crate::ffi::{Ctx, Source};
 use crate::matrices::DeviceMatrices;
 use crate::metrics::Counters;
 use crate::staging::{self, StagingTier};
-use crate::CudaError;
 
 pub(super) fn prove(
     backend: &CudaBackend,
@@ -41,9 +41,6 @@ pub(super) fn prove(
     s: &[Scalar],
     abc_freed: &mut dyn FnMut(usize),
 ) -> Result<(Vec<Proof>, ProveStats), ProverError> {
-    if super::shared::applies(backend, witnesses, srs) {
-        return super::shared::prove(backend, counters, witnesses, srs, (r, s), abc_freed);
-    }
     let mut stats = ProveStats::default();
     let mut proofs = Vec::with_capacity(witnesses.len());
     // This call's own context (buffers, upload stream); the device lock

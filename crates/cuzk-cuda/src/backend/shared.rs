@@ -22,11 +22,11 @@ use group::Group;
 use super::gpu::{self, Picks, Resident, Waits};
 use super::{CudaBackend, GPU_MIN_POINTS};
 use crate::device::Worker;
+use crate::error::CudaError;
 use crate::ffi::{Ctx, Source};
 use crate::metrics::Counters;
 use crate::shared_pass;
 use crate::staging::StagingTier;
-use crate::CudaError;
 
 /// Whether `witnesses` go through one shared MSM stage: more than one,
 /// allowed by `gpus.partitions_per_pass`, none urgent (a CRITICAL

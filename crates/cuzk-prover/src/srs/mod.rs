@@ -38,6 +38,8 @@ use rayon::prelude::*;
 
 mod warm;
 pub use warm::{write_warm, write_warm_streaming, WarmSrs};
+mod view;
+pub use view::{DeviceSrs, SrsRef};
 
 #[cfg(test)]
 mod tests;
