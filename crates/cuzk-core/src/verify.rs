@@ -132,25 +132,6 @@ fn verify_any(req: &ProofRequest, proof: &[u8]) -> anyhow::Result<bool> {
 /// its deadline, which enters the challenge derivation. `prover_id` is
 /// part of the API for symmetry with `verify_window_post`; FallbackPoSt's
 /// public inputs do not contain it.
-pub fn verify_window_post_partition(
-    post_type: RegisteredPoStProof,
-    randomness: &ChallengeSeed,
-    _prover_id: ProverId,
-    sectors: &[(SectorId, Commitment)],
-    partition_index: usize,
-    proof: &[u8],
-) -> Result<bool, VerifyError> {
-    verify_window_any(
-        post_type,
-        randomness,
-        _prover_id,
-        sectors,
-        partition_index,
-        proof,
-    )
-    .map_err(VerifyError)
-}
-
 fn verify_window_any(
     post_type: RegisteredPoStProof,
     randomness: &ChallengeSeed,
