@@ -38,6 +38,7 @@
 # goes on, so a hung daemon cannot spend a whole device session.
 # nvidia-smi samples GPU use and memory every 250 ms into smi-*.csv; the
 # daemon's GetStatus (busy seconds per device) is written after each run.
+# $WAIT_FOR names a file to wait for before the first daemon starts.
 # $TUNING adds a [gpus.tuning] section to every daemon configuration
 # (e.g. TUNING="trace_msm = true"). It takes longer than one device call:
 # start it with setsid in the background and poll LOGDIR/steps.txt until
@@ -237,6 +238,14 @@ big_prep() {
     { step "params-$kind FAILED: $(grep -i error "$L/params-$kind.log" | tail -1)"; return 1; }
   df -h / | tail -1 >> "$L/machine.txt"
 }
+
+# WAIT_FOR: a file that another job of the same call sequence (GPU tests,
+# gpu-bench) touches when it is done, so its GPU work does not overlap
+# the daemons' runs (at most 15 minutes).
+if [ -n "${WAIT_FOR:-}" ]; then
+  step "waiting for $WAIT_FOR"
+  for _ in $(seq 900); do [ -e "$WAIT_FOR" ] && break; sleep 1; done
+fi
 
 for cfg in ${CONFIGS:-device host}; do
   case $cfg in
