@@ -269,6 +269,16 @@ pub async fn status(addr: &str) -> Result<()> {
             "srs {} tier={} bytes={} refs={}",
             srs.circuit_id, srs.tier, srs.size_bytes, srs.ref_count
         );
+        for d in &srs.on_devices {
+            let resident = match d.resident_sections.as_slice() {
+                [] => "none".to_string(),
+                r => r.join(","),
+            };
+            println!(
+                "srs {} on {} bytes={} resident={resident} (the other sections stream)",
+                srs.circuit_id, d.backend, d.size_bytes
+            );
+        }
     }
     Ok(())
 }

@@ -27,6 +27,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
+use cuzk_prover::srs::Section;
 use cuzk_prover::{DeviceSrs, ProverBackend, ProverError, SrsPreparation, SrsRef, WitnessSize};
 use tracing::info;
 
@@ -39,11 +40,24 @@ fn points(srs: &SrsRef<'_>) -> usize {
     srs.h.len() + srs.l.len() + srs.a.len() + srs.b_g1.len() + srs.b_g2.len()
 }
 
+/// A ready copy of an SRS on a backend's device, for status reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceCopyInfo {
+    pub backend: String,
+    /// Device memory the copy takes.
+    pub bytes: u64,
+    /// The sections on the device (`h`, `l`, `a`, `b_g1`, `b_g2`); the
+    /// others are streamed from host memory.
+    pub resident: Vec<&'static str>,
+}
+
 /// One key's state on one backend's device.
 enum DeviceCopy {
     Ready {
         srs: DeviceSrs,
         bytes: u64,
+        /// The sections on the device (the others stream).
+        resident: Vec<Section>,
         /// Points of the SRS (all sections), to compare sizes.
         points: usize,
         backend: String,
@@ -145,7 +159,11 @@ impl DeviceTier {
         let wanted = points(srs);
         loop {
             match backend.prepare_srs(srs, size)? {
-                SrsPreparation::Ready { srs, bytes } => {
+                SrsPreparation::Ready {
+                    srs,
+                    bytes,
+                    resident,
+                } => {
                     let name = backend.name();
                     info!(srs = key, backend = %name, bytes, "SRS ready on the device");
                     let mut copies = self.inner.lock();
@@ -157,6 +175,7 @@ impl DeviceTier {
                         DeviceCopy::Ready {
                             srs: srs.clone(),
                             bytes,
+                            resident,
                             points: wanted,
                             backend: name,
                             in_use: 1,
@@ -197,19 +216,28 @@ impl DeviceTier {
         drop(gone);
     }
 
-    /// Backends holding a ready copy of `key`, with its device bytes.
-    pub fn ready_on(&self, key: &str) -> Vec<(String, u64)> {
-        let mut out: Vec<(String, u64)> = self
+    /// The ready copies of `key`, by backend.
+    pub fn ready_on(&self, key: &str) -> Vec<DeviceCopyInfo> {
+        let mut out: Vec<DeviceCopyInfo> = self
             .inner
             .lock()
             .iter()
             .filter(|((k, _), _)| k == key)
             .filter_map(|(_, c)| match c {
-                DeviceCopy::Ready { backend, bytes, .. } => Some((backend.clone(), *bytes)),
+                DeviceCopy::Ready {
+                    backend,
+                    bytes,
+                    resident,
+                    ..
+                } => Some(DeviceCopyInfo {
+                    backend: backend.clone(),
+                    bytes: *bytes,
+                    resident: resident.iter().map(|s| s.name()).collect(),
+                }),
                 DeviceCopy::Host => None,
             })
             .collect();
-        out.sort();
+        out.sort_by(|a, b| a.backend.cmp(&b.backend));
         out
     }
 
@@ -299,6 +327,7 @@ mod tests {
             Ok(SrsPreparation::Ready {
                 srs: Arc::new(Held(self.held.clone())),
                 bytes: 100,
+                resident: vec![Section::H, Section::BG1],
             })
         }
         fn prove_with(
@@ -353,7 +382,12 @@ mod tests {
         let a2 = tier.on_device("a", &a, 0, &dev, &size).unwrap();
         assert!(a1.srs().is_some() && a2.srs().is_some());
         assert_eq!(dev.prepared.load(Ordering::Relaxed), 1);
-        assert_eq!(tier.ready_on("a"), [("one-slot".to_string(), 100)]);
+        let one = |bytes| DeviceCopyInfo {
+            backend: "one-slot".into(),
+            bytes,
+            resident: vec!["h", "b_g1"],
+        };
+        assert_eq!(tier.ready_on("a"), [one(100)]);
         // While "a" is in use, "b" proves from host memory.
         assert!(tier
             .on_device("b", &b, 0, &dev, &size)
@@ -374,7 +408,7 @@ mod tests {
             assert!(a3.srs().is_none());
             assert_eq!(*dev.held.lock().unwrap(), Some(SMALLER + 1));
         }
-        assert_eq!(tier.ready_on("b"), [("one-slot".to_string(), 100)]);
+        assert_eq!(tier.ready_on("b"), [one(100)]);
         // "c" is smaller than "b" but not by that much: "b" goes for it.
         let c1 = tier.on_device("c", &c, 0, &dev, &size).unwrap();
         assert!(c1.srs().is_some());

@@ -123,6 +123,33 @@ impl ConstraintSystems {
         Some(resident.cs.clone())
     }
 
+    /// Makes `source`'s shape resident now if its system was recorded
+    /// before (its file is in the directory: a read of seconds, never a
+    /// recording), so that the shape's first partitions, like every later
+    /// one, can leave a, b and c to a backend that evaluates them; whether
+    /// the system is resident afterwards. Waits for a partition recording
+    /// or loading the shape (as [`ConstraintSystems::get`] would). A file
+    /// that does not load is left to `get`, which records the system
+    /// again.
+    pub fn load_recorded(&self, source: &dyn PartitionSource) -> bool {
+        let shape = source.shape();
+        let Some(dir) = &self.dir else {
+            return self.is_resident(shape);
+        };
+        let key = file_key(shape);
+        let file = cuzk_r1cs::file::path_for(dir, &key);
+        let slot = self.slot(shape);
+        let mut guard = slot.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() && file.is_file() {
+            let t = Instant::now();
+            match cuzk_r1cs::file::load(&file, &key) {
+                Ok(cs) => *guard = Some(self.charge(shape, cs, false, t)),
+                Err(e) => warn!(shape, "the recorded constraint system did not load: {e}"),
+            }
+        }
+        matches!(*guard, Some(Some(_)))
+    }
+
     fn make_resident(&self, source: &dyn PartitionSource, k: usize) -> Option<Resident> {
         let shape = source.shape();
         let key = file_key(shape);
@@ -137,16 +164,21 @@ impl ConstraintSystems {
             Some(dir) => cuzk_r1cs::load_or_record(dir, &key, record),
             None => record().map(|cs| (cs, true)),
         };
-        let (cs, recorded) = match made {
-            Ok(x) => x,
+        match made {
+            Ok((cs, recorded)) => self.charge(shape, cs, recorded, t),
             Err(e) => {
                 warn!(
                     shape,
                     "no compiled constraint system, synthesizing the old way: {e}"
                 );
-                return None;
+                None
             }
-        };
+        }
+    }
+
+    /// `cs` made resident, charged to the budget (`None` when it has no
+    /// room); `t`: when recording or loading it began.
+    fn charge(&self, shape: &str, cs: CompiledCs, recorded: bool, t: Instant) -> Option<Resident> {
         let stats = cs.stats();
         let charge = match self.budget.try_reserve(stats.bytes) {
             Ok(Some(r)) => r,

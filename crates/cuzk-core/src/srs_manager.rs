@@ -247,8 +247,9 @@ pub struct SrsEntry {
     /// Seconds since it was last used (None: never).
     pub idle_secs: Option<u64>,
     pub loads: u32,
-    /// Backends whose device holds a copy (device tier), with its bytes.
-    pub on_devices: Vec<(String, u64)>,
+    /// Backends whose device holds a copy (device tier), with its bytes
+    /// and the sections on the device.
+    pub on_devices: Vec<crate::device_tier::DeviceCopyInfo>,
 }
 
 struct Hot {

@@ -163,6 +163,11 @@ pub(crate) fn prepare(
                 return Ok(SrsPreparation::Ready {
                     srs: Arc::new(handle),
                     bytes: u.device_bytes,
+                    resident: ORDER
+                        .into_iter()
+                        .zip(u.resident)
+                        .filter_map(|(s, on)| on.then_some(s))
+                        .collect(),
                 });
             }
             Ok(None) => return Ok(SrsPreparation::Host),

@@ -17,6 +17,7 @@ use cuzk_circuits::chain::Chain;
 use cuzk_core::device_tier::DeviceTier;
 use cuzk_cuda::{CudaBackend, CudaError, SrsPlacement};
 use cuzk_prover::backend::{ProverBackend, ProverError};
+use cuzk_prover::srs::Section;
 use cuzk_prover::synthesize;
 use cuzk_prover::CpuBackend;
 use ff::Field;
@@ -207,11 +208,21 @@ fn a_partly_resident_srs_gives_the_cpu_proofs() {
         .with_memory(Some(limit), cuzk_cuda::DEFAULT_VRAM_MARGIN)
         .expect("vram_limit");
     let handle = match limited.prepare_srs(&srs, &size).expect("prepare") {
-        SrsPreparation::Ready { srs, bytes } => {
+        SrsPreparation::Ready {
+            srs,
+            bytes,
+            resident,
+        } => {
             assert!(
                 bytes == l_bytes || bytes == a_bytes,
                 "one witness section on the device: {bytes} bytes (l {l_bytes}, a {a_bytes})"
             );
+            let one = if bytes == l_bytes {
+                Section::L
+            } else {
+                Section::A
+            };
+            assert_eq!(resident, [one], "the section said resident");
             srs
         }
         _ => panic!("a partly resident SRS is ready"),
@@ -252,8 +263,14 @@ fn one_prepared_srs_per_device() {
         aux: 1 << 13,
     };
     let first = match gpu.prepare_srs(&a.as_srs_ref(), &size).expect("prepare a") {
-        SrsPreparation::Ready { srs, bytes } => {
+        SrsPreparation::Ready {
+            srs,
+            bytes,
+            resident,
+        } => {
             assert_eq!(bytes, cuzk_cuda::srs_device_bytes(&a.as_srs_ref()));
+            use cuzk_prover::srs::Section::*;
+            assert_eq!(resident, [H, L, A, BG1, BG2], "every section resident");
             srs
         }
         _ => panic!("a small SRS fits on the device"),

@@ -90,7 +90,13 @@ impl HostBytes {
 pub enum SrsPreparation {
     /// Ready on the device, taking `bytes` of its memory: pass it with the
     /// points ([`SrsRef::on_device`]); dropping every clone frees it.
-    Ready { srs: DeviceSrs, bytes: u64 },
+    /// `resident`: the sections (of h, l, a, b_g1, b_g2) on the device; the
+    /// others are streamed from host memory for every MSM.
+    Ready {
+        srs: DeviceSrs,
+        bytes: u64,
+        resident: Vec<crate::srs::Section>,
+    },
     /// The device holds another prepared SRS: it must be released first.
     Occupied,
     /// Proved from host memory: this backend keeps nothing on a device, it

@@ -129,6 +129,9 @@ pub struct SrsJson {
 pub struct SrsDeviceJson {
     pub backend: String,
     pub bytes: u64,
+    /// The sections on the device (`h`, `l`, `a`, `b_g1`, `b_g2`); the
+    /// others are streamed from host memory for every partition.
+    pub resident_sections: Vec<String>,
 }
 
 fn task(t: &Option<WorkerTask>) -> Option<TaskJson> {
@@ -226,9 +229,10 @@ impl From<&EngineStatus> for StatusJson {
                     on_devices: e
                         .on_devices
                         .iter()
-                        .map(|(backend, bytes)| SrsDeviceJson {
-                            backend: backend.clone(),
-                            bytes: *bytes,
+                        .map(|d| SrsDeviceJson {
+                            backend: d.backend.clone(),
+                            bytes: d.bytes,
+                            resident_sections: d.resident.iter().map(|s| s.to_string()).collect(),
                         })
                         .collect(),
                 })

@@ -158,6 +158,15 @@ impl ProvingEngine for ProvingService {
                         .idle_secs
                         .and_then(|idle| unix_now_secs().checked_sub(idle))
                         .unwrap_or(0),
+                    on_devices: e
+                        .on_devices
+                        .iter()
+                        .map(|d| SrsDeviceCopy {
+                            backend: d.backend.clone(),
+                            size_bytes: d.bytes,
+                            resident_sections: d.resident.iter().map(|s| s.to_string()).collect(),
+                        })
+                        .collect(),
                 })
                 .collect(),
             queues: s

@@ -2,7 +2,8 @@
 //! does on the device) is given witnesses without them once the shape's
 //! constraint system is resident: the partition's reservation leaves them
 //! out, the backend evaluates them from the matrices the witness carries,
-//! and the proofs verify with filecoin-proofs' verifier.
+//! and the proofs verify with filecoin-proofs' verifier. A shape recorded
+//! before is loaded ahead of its first partition, so none carries them.
 
 mod support;
 
@@ -57,14 +58,24 @@ impl ProverBackend for Deferring {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn witnesses_without_abc_prove_and_verify() {
-    let backend = Arc::new(Deferring::default());
+/// Removes the constraint systems recorded beside the fixtures'
+/// parameters (the daemon records them there again; the parameter
+/// directory is one per process, so the test cannot have its own).
+fn forget_recordings() {
+    let dir = cuzk_core::r1cs_manager::dir_for(&fixtures().params_dir());
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => panic!("removing {}: {e}", dir.display()),
+    }
+}
+
+/// Proves `kinds` one after another through a daemon with
+/// `backend`; each proof verified.
+async fn prove_each(backend: &Arc<Deferring>, kinds: &[ProofKind]) {
     let d = start_on(|_| {}, Some(vec![backend.clone()])).await;
     let mut c = d.client().await;
-    // The first job records the constraint system (its first partition
-    // is synthesized with a, b and c); the second finds it resident.
-    for kind in [ProofKind::PoRep, ProofKind::PoRep, ProofKind::WinningPost] {
+    for &kind in kinds {
         let job = c
             .submit_proof(request(kind))
             .await
@@ -83,14 +94,37 @@ async fn witnesses_without_abc_prove_and_verify() {
             "{kind}: filecoin-proofs-api rejects the proof"
         );
     }
-    let (deferred, evaluated) = (
+    d.stop().await;
+}
+
+fn counts(backend: &Deferring) -> (usize, usize) {
+    (
         backend.deferred.load(Ordering::Relaxed),
         backend.evaluated.load(Ordering::Relaxed),
-    );
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn witnesses_without_abc_prove_and_verify() {
+    forget_recordings();
+    // The first job of each shape records its constraint system (its first
+    // partition is synthesized with a, b and c); the second finds it
+    // resident.
+    let backend = Arc::new(Deferring::default());
+    let kinds = [ProofKind::PoRep, ProofKind::PoRep, ProofKind::WinningPost];
+    prove_each(&backend, &kinds).await;
+    let (deferred, evaluated) = counts(&backend);
     assert!(
         evaluated >= 2,
         "first partitions of each shape: {evaluated}"
     );
     assert!(deferred >= 1, "later partitions: {deferred}");
-    d.stop().await;
+
+    // A daemon started later on the same parameters loads the recorded
+    // systems before its first partitions: none of them carries a, b and c.
+    let backend = Arc::new(Deferring::default());
+    prove_each(&backend, &[ProofKind::PoRep, ProofKind::WinningPost]).await;
+    let (deferred, evaluated) = counts(&backend);
+    assert_eq!(evaluated, 0, "with the systems recorded before");
+    assert!(deferred >= 2, "every partition deferred: {deferred}");
 }

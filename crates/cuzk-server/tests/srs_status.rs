@@ -257,3 +257,91 @@ async fn http_status_and_prometheus_metrics() {
     assert_eq!(code, 404);
     d.stop().await;
 }
+
+/// The CPU backend, saying it keeps the H and B_G2 sections of every SRS
+/// on its device (the others streamed), as the CUDA backend does on a card
+/// too small for the whole SRS.
+struct PartlyResident;
+
+impl cuzk_prover::ProverBackend for PartlyResident {
+    fn name(&self) -> String {
+        "cpu-partly-resident".into()
+    }
+    fn host_bytes(&self, size: &cuzk_prover::WitnessSize) -> cuzk_prover::HostBytes {
+        cuzk_prover::CpuBackend.host_bytes(size)
+    }
+    fn prepare_srs(
+        &self,
+        _: &cuzk_prover::SrsRef<'_>,
+        _: &cuzk_prover::WitnessSize,
+    ) -> Result<cuzk_prover::SrsPreparation, cuzk_prover::ProverError> {
+        use cuzk_prover::srs::Section;
+        Ok(cuzk_prover::SrsPreparation::Ready {
+            srs: std::sync::Arc::new(()),
+            bytes: 4096,
+            resident: vec![Section::H, Section::BG2],
+        })
+    }
+    fn prove_with(
+        &self,
+        witnesses: &mut [cuzk_prover::PartitionWitness],
+        srs: &cuzk_prover::SrsRef<'_>,
+        r: &[blstrs::Scalar],
+        s: &[blstrs::Scalar],
+        abc_freed: &mut dyn FnMut(usize),
+    ) -> Result<(Vec<cuzk_prover::Proof>, cuzk_prover::ProveStats), cuzk_prover::ProverError> {
+        cuzk_prover::CpuBackend.prove_with(witnesses, srs, r, s, abc_freed)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn status_names_the_sections_resident_on_a_device() {
+    let backend: std::sync::Arc<dyn cuzk_prover::ProverBackend> =
+        std::sync::Arc::new(PartlyResident);
+    let d = start_on(
+        |c| c.daemon.status_listen = "127.0.0.1:0".into(),
+        Some(vec![backend]),
+    )
+    .await;
+    let mut c = d.client().await;
+    let job = c
+        .submit_proof(request(ProofKind::WinningPost))
+        .await
+        .expect("submit")
+        .into_inner()
+        .job_id;
+    let r = await_job(&mut c, &job).await;
+    assert!(fixtures()
+        .verify(ProofKind::WinningPost, &r.proof)
+        .expect("verifier runs"));
+    // GetStatus: the SRS's copy on the device, with its sections.
+    let s = get_status(&mut c).await;
+    let srs = s
+        .loaded_srs
+        .iter()
+        .find(|e| !e.on_devices.is_empty())
+        .unwrap_or_else(|| panic!("an SRS with a device copy: {:?}", s.loaded_srs));
+    assert_eq!(srs.on_devices.len(), 1, "{srs:?}");
+    let copy = &srs.on_devices[0];
+    assert_eq!(copy.backend, "cpu-partly-resident");
+    assert_eq!(copy.size_bytes, 4096);
+    assert_eq!(copy.resident_sections, ["h", "b_g2"]);
+    // /status says the same.
+    let base = d.status_addr.clone().expect("status listener");
+    let (code, body) = http_get(&base, "/status").await;
+    assert_eq!(code, 200, "{body}");
+    let json: serde_json::Value = serde_json::from_str(&body).expect("json");
+    let copies: Vec<&serde_json::Value> = json["srs"]
+        .as_array()
+        .expect("srs array")
+        .iter()
+        .filter_map(|e| e["on_devices"].as_array())
+        .flatten()
+        .collect();
+    assert_eq!(copies.len(), 1, "{body}");
+    assert_eq!(
+        copies[0]["resident_sections"],
+        serde_json::json!(["h", "b_g2"])
+    );
+    d.stop().await;
+}

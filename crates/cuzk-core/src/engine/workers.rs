@@ -311,15 +311,18 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
 
 /// Where a partition of `source` is to have its a, b and c evaluated: by
 /// the backends when every one of them does that for `size` and the
-/// shape's compiled system is resident already (the first partition of a
-/// shape records it, and reserves for a/b/c on the host in case the
-/// recording fails); else during synthesis.
+/// shape's compiled system is resident (loaded here first when it was
+/// recorded before: on a small card, partitions with a, b and c from the
+/// host need a higher staging tier and crowd the others, measured at
+/// 24 GiB on 2026-12-05); else during synthesis (the first partition of a
+/// shape never recorded records it, and reserves for a/b/c on the host in
+/// case the recording fails).
 fn abc_at(inner: &Inner, source: &dyn PartitionSource, size: &WitnessSize) -> AbcAt {
     let backends = &inner.parts.backends;
     let all = !backends.is_empty() && backends.iter().all(|b| b.evaluates_abc(size));
     if all
         && inner.config.synthesis == SynthesisPath::Compiled
-        && inner.parts.r1cs.is_resident(source.shape())
+        && inner.parts.r1cs.load_recorded(source)
     {
         AbcAt::Backend
     } else {

@@ -49,6 +49,9 @@ pub(super) fn prove(
     // A CRITICAL job's partition goes before other waiters for the
     // device lock (`urgent_lock.rs`).
     let urgent = witnesses.iter().any(|w| w.urgent);
+    if !urgent {
+        backend.dev.yield_to_waiters();
+    }
     let mut worker = backend.dev.take_worker(urgent)?;
     for (i, ((w, r), s)) in witnesses.iter_mut().zip(r).zip(s).enumerate() {
         let flight = backend.dev.flight();
@@ -362,6 +365,11 @@ pub(super) fn h_stage<'d>(
     // Set once H is computed on the host (tier none): a then holds H's
     // coefficients, so every later attempt stays at that tier.
     let mut h_on_host = false;
+    // Set once idle contexts were asked for their kept buffers.
+    let mut trimmed = false;
+    // Held from this partition's first wait for memory until it has its
+    // room: partitions about to start yield to it.
+    let mut waiting = None;
     'measure: loop {
         let (free, held) = ctx.mem_room()?;
         let room = free + held;
@@ -375,6 +383,7 @@ pub(super) fn h_stage<'d>(
             if held > 0 {
                 ctx.trim()?;
             }
+            waiting.get_or_insert_with(|| dev.memory_waiter());
             match dev.wait_for_memory()? {
                 Wait::Alone => {}
                 Wait::Freed => continue 'measure,
@@ -390,6 +399,16 @@ pub(super) fn h_stage<'d>(
         } else {
             staging::choose_with(room, backend.vram_margin, n, aux, temp, on_dev)
         };
+        // Below the top tier, buffers idle contexts keep (a partition at
+        // the top tier keeps its a|b|c) are worth more to this one: a
+        // partition took tier none beside 12 GB kept that way at 24 GiB
+        // (2026-12-05).
+        if chosen != StagingTier::All && !trimmed {
+            trimmed = true;
+            if dev.trim_idle()? {
+                continue 'measure;
+            }
+        }
         let mut tier = chosen;
         loop {
             match h_at(dev, ctx, (tier, &mut h_on_host), w, srs, at, stats) {

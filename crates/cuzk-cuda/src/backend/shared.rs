@@ -66,6 +66,7 @@ pub(super) fn prove(
 ) -> Result<(Vec<Proof>, ProveStats), ProverError> {
     let dev = &*backend.dev;
     let mut stats = ProveStats::default();
+    dev.yield_to_waiters();
     let mut workers = (0..witnesses.len())
         .map(|_| dev.take_worker(false))
         .collect::<Result<Vec<Worker<'_>>, CudaError>>()?;
