@@ -14,11 +14,14 @@
 //!   cannot share one state dir.
 //!
 //! A journal file that fails its integrity check (corrupt, truncated) is
-//! reported, renamed to `journal.sqlite.corrupt-<unix time>` with its
-//! payloads, and replaced by an empty one; every payload of the old one
-//! that still reads is handed back as [`Opened::salvage`] to be queued
-//! again. One damaged row fails that job alone (its row is rewritten as
-//! failed, naming the row). A journal that cannot be used for any other
+//! reported, renamed to `journal.sqlite.corrupt-<unix ms>` with its
+//! payloads (`payloads.corrupt-<unix ms>`, moved first), and replaced by
+//! an empty one. Every open hands back the payloads left in such
+//! directories as [`Opened::salvage`] to be queued again, until each is
+//! journaled again or found undecodable (`journal/aside.rs`); a database
+//! created afresh sets aside the payloads it finds the same way. One
+//! damaged row fails that job alone (its row is rewritten as failed,
+//! naming the row). A journal that cannot be used for any other
 //! reason — an I/O or permission error, a full disk, a busy database, a
 //! schema newer than this daemon's — is refused: nothing is touched and
 //! the daemon does not start.
@@ -27,7 +30,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use fs2::FileExt;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -38,6 +41,7 @@ use crate::job::JobStatus;
 use crate::kinds::{Priority, ProofKind};
 use crate::request::{kind_to_wire, RawRequest, RequestDigest};
 
+mod aside;
 mod rows;
 
 const DB: &str = "journal.sqlite";
@@ -118,10 +122,11 @@ pub struct Opened {
     /// Where a journal that failed its integrity check was moved, if one
     /// was.
     pub set_aside: Option<PathBuf>,
-    /// The payloads of the set-aside journal's jobs (`<seq>.req` in its
-    /// payload directory, in sequence order): their rows are lost, the
+    /// The payloads left in set-aside payload directories
+    /// (`payloads.corrupt-*/<seq>.req`, oldest first), this open's and any
+    /// earlier one's not yet queued again: their rows are lost, the
     /// requests may still read ([`Journal::read_payload`]) and be queued
-    /// again.
+    /// again. Each stays there until [`Journal::drop_salvaged`].
     pub salvage: Vec<PathBuf>,
 }
 
@@ -156,8 +161,9 @@ pub struct Journal {
 impl Journal {
     /// Opens (or creates) the journal in `dir`, forgetting jobs that ended
     /// more than `retention` ago. A journal that fails its integrity check
-    /// is set aside and replaced (its payloads offered for salvage); any
-    /// other fault, or a directory another daemon holds, is an error.
+    /// is set aside and replaced; the payloads of set-aside journals not
+    /// yet queued again are offered for salvage (at every open). Any other
+    /// fault, or a directory another daemon holds, is an error.
     pub fn open(dir: &Path, retention: Duration) -> Result<Opened, JournalError> {
         let dir_err = |e| JournalError::Dir(dir.to_path_buf(), e);
         fs::create_dir_all(dir.join("payloads")).map_err(dir_err)?;
@@ -172,33 +178,19 @@ impl Journal {
         }
         let path = dir.join(DB);
         let cutoff = unix_now().saturating_sub(retention.as_secs());
-        let refused = |why| JournalError::Refused(path.clone(), why);
-        let (conn, entries, set_aside, salvage) = match open_db(&path, cutoff) {
-            Ok((conn, entries)) => (conn, entries, None, Vec::new()),
-            Err(OpenFault::Refused(why)) => return Err(refused(why)),
-            Err(OpenFault::Damaged(why)) => {
-                let (aside, payloads) = set_aside(dir, &path).map_err(dir_err)?;
-                let salvage = payload_files(&payloads);
-                error!(
-                    journal = %path.display(),
-                    moved_to = %aside.display(),
-                    error = %why,
-                    salvage = salvage.len(),
-                    "the job journal fails its integrity check; it was set aside and a new one \
-                     started (the requests of its payloads are queued again)"
-                );
-                let (conn, entries) = open_db(&path, cutoff).map_err(|f| match f {
-                    OpenFault::Damaged(why) | OpenFault::Refused(why) => refused(why),
-                })?;
-                (conn, entries, Some(aside), salvage)
-            }
-        };
+        let fresh = !path.exists();
+        let (conn, entries, set_aside) = open_or_replace(dir, &path, cutoff)?;
+        let salvage = aside::salvage_files(dir);
         let journal = Journal {
             dir: dir.to_path_buf(),
             conn: Mutex::new(conn),
             _lock: lock,
         };
-        journal.remove_orphan_payloads(&entries);
+        // A database just created names no payload: none is deleted for
+        // that (any there were set aside for salvage).
+        if !fresh && set_aside.is_none() {
+            journal.remove_orphan_payloads(&entries);
+        }
         let queued = entries
             .iter()
             .filter(|e| e.state == EntryState::Queued)
@@ -207,6 +199,7 @@ impl Journal {
             journal = %path.display(),
             jobs = entries.len(),
             unfinished = queued,
+            salvage = salvage.len(),
             "job journal open"
         );
         Ok(Opened {
@@ -344,6 +337,42 @@ impl Journal {
     }
 }
 
+/// Opens the database at `path`; one that fails its integrity check is
+/// set aside (payloads first) and replaced. A database created here finds
+/// no payloads in `payloads/`: any there are set aside for salvage first
+/// (they name no row of it, and new jobs would reuse their numbers).
+fn open_or_replace(
+    dir: &Path,
+    path: &Path,
+    cutoff: u64,
+) -> Result<(Connection, Vec<Entry>, Option<PathBuf>), JournalError> {
+    let dir_err = |e| JournalError::Dir(dir.to_path_buf(), e);
+    let refused = |why| JournalError::Refused(path.to_path_buf(), why);
+    if !path.exists() && aside::set_aside_strays(dir).map_err(dir_err)? {
+        warn!(
+            journal = %path.display(),
+            "no job journal, but payloads: they are set aside and queued again"
+        );
+    }
+    let why = match open_db(path, cutoff) {
+        Ok((conn, entries)) => return Ok((conn, entries, None)),
+        Err(OpenFault::Refused(why)) => return Err(refused(why)),
+        Err(OpenFault::Damaged(why)) => why,
+    };
+    let moved_to = aside::set_aside(dir, path).map_err(dir_err)?;
+    error!(
+        journal = %path.display(),
+        moved_to = %moved_to.display(),
+        error = %why,
+        "the job journal fails its integrity check; it was set aside and a new one \
+         started (the requests of its payloads are queued again)"
+    );
+    let (conn, entries) = open_db(path, cutoff).map_err(|f| match f {
+        OpenFault::Damaged(why) | OpenFault::Refused(why) => refused(why),
+    })?;
+    Ok((conn, entries, Some(moved_to)))
+}
+
 /// Opens the database, checks it, and reads the entries to restore
 /// (damaged rows rewritten as failed jobs).
 fn open_db(path: &Path, cutoff: u64) -> Result<(Connection, Vec<Entry>), OpenFault> {
@@ -408,48 +437,6 @@ fn prune(conn: &Connection, cutoff: u64) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Moves a damaged journal (and its payloads) out of the way; returns
-/// where the database and its payloads went.
-fn set_aside(dir: &Path, path: &Path) -> std::io::Result<(PathBuf, PathBuf)> {
-    let stamp = format!(
-        "corrupt-{}",
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis())
-    );
-    let aside = dir.join(format!("{DB}.{stamp}"));
-    for suffix in ["", "-wal", "-shm"] {
-        let from = PathBuf::from(format!("{}{suffix}", path.display()));
-        if from.exists() {
-            fs::rename(&from, format!("{}{suffix}", aside.display()))?;
-        }
-    }
-    let payloads = dir.join("payloads");
-    let payloads_aside = dir.join(format!("payloads.{stamp}"));
-    if payloads.exists() {
-        fs::rename(&payloads, &payloads_aside)?;
-    }
-    fs::create_dir_all(&payloads)?;
-    Ok((aside, payloads_aside))
-}
-
-/// The complete payload files (`<seq>.req`) in `dir`, in sequence order.
-fn payload_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(read) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<(u64, PathBuf)> = read
-        .flatten()
-        .filter_map(|f| {
-            let name = f.file_name().to_string_lossy().into_owned();
-            let seq = name.strip_suffix(".req")?.parse().ok()?;
-            Some((seq, f.path()))
-        })
-        .collect();
-    files.sort();
-    files.into_iter().map(|(_, p)| p).collect()
-}
-
 /// Writes `bytes` to `path` so that after a crash the file is either
 /// absent or complete; on failure nothing of it is left.
 fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -476,7 +463,7 @@ fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    fn entry(seq: u64, id: &str) -> Entry {
+    pub(super) fn entry(seq: u64, id: &str) -> Entry {
         Entry {
             seq,
             job_id: id.into(),
@@ -492,7 +479,7 @@ mod tests {
         }
     }
 
-    fn raw(id: &str) -> RawRequest {
+    pub(super) fn raw(id: &str) -> RawRequest {
         RawRequest {
             request_id: id.into(),
             proof_kind: 3,
@@ -549,6 +536,13 @@ mod tests {
         assert_eq!(seqs, [2]);
     }
 
+    /// Makes the journal in `dir` fail its integrity check.
+    pub(super) fn corrupt(dir: &Path) {
+        let _ = fs::remove_file(dir.join(format!("{DB}-wal")));
+        let _ = fs::remove_file(dir.join(format!("{DB}-shm")));
+        fs::write(dir.join(DB), vec![0x5a; 8192]).unwrap();
+    }
+
     #[test]
     fn a_corrupt_journal_is_set_aside_and_replaced() {
         let dir = tempfile::tempdir().unwrap();
@@ -556,10 +550,7 @@ mod tests {
             let o = Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
             o.journal.submitted(&entry(1, "a"), &raw("a")).unwrap();
         }
-        let db = dir.path().join(DB);
-        let _ = fs::remove_file(dir.path().join(format!("{DB}-wal")));
-        let _ = fs::remove_file(dir.path().join(format!("{DB}-shm")));
-        fs::write(&db, vec![0x5a; 8192]).unwrap();
+        corrupt(dir.path());
         let o = Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
         let aside = o.set_aside.clone().expect("set aside");
         assert!(aside.exists(), "{}", aside.display());
@@ -607,7 +598,7 @@ mod tests {
     fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
         let mut files: Vec<(String, Vec<u8>)> = [dir.join(DB)]
             .into_iter()
-            .chain(payload_files(&dir.join("payloads")))
+            .chain(aside::payload_files(&dir.join("payloads")))
             .map(|p| (p.display().to_string(), fs::read(&p).unwrap()))
             .collect();
         files.sort();

@@ -179,6 +179,30 @@ pub(crate) struct State {
     cancelled: u64,
 }
 
+impl State {
+    /// An empty table for `synth_workers` synthesis workers,
+    /// `prove_workers` prover workers and `backends` devices.
+    fn new(synth_workers: usize, prove_workers: usize, backends: usize) -> State {
+        State {
+            jobs: HashMap::new(),
+            synth_queue: BTreeMap::new(),
+            ready: BTreeMap::new(),
+            synth_busy: vec![None; synth_workers],
+            mem_waiters: Default::default(),
+            prove_busy: vec![None; prove_workers],
+            out_of_service: vec![None; backends],
+            admitting: Default::default(),
+            admissions: 0,
+            next_seq: 0,
+            accepting: true,
+            stopping: false,
+            completed: 0,
+            failed: 0,
+            cancelled: 0,
+        }
+    }
+}
+
 pub(crate) struct Inner {
     config: EngineConfig,
     parts: EngineParts,
@@ -315,23 +339,7 @@ impl Engine {
             synthesis,
             config,
             parts,
-            state: Mutex::new(State {
-                jobs: HashMap::new(),
-                synth_queue: BTreeMap::new(),
-                ready: BTreeMap::new(),
-                synth_busy: vec![None; synth_workers],
-                mem_waiters: Default::default(),
-                prove_busy: vec![None; prove_workers],
-                out_of_service: vec![None; backends],
-                admitting: Default::default(),
-                admissions: 0,
-                next_seq: 0,
-                accepting: true,
-                stopping: false,
-                completed: 0,
-                failed: 0,
-                cancelled: 0,
-            }),
+            state: Mutex::new(State::new(synth_workers, prove_workers, backends)),
             synth_cv: Condvar::new(),
             prove_cv: Condvar::new(),
             metrics: Metrics::new(),
@@ -542,6 +550,9 @@ impl Engine {
             }
             unstarted.len()
         };
+        // Submits waiting for an admission of their request id get the
+        // shutdown error now.
+        self.inner.admit_cv.notify_all();
         info!(failed_queued, "engine shutting down");
         let deadline = Instant::now() + grace;
         loop {

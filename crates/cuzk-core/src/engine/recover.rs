@@ -8,18 +8,22 @@
 //! the first is proving while the rest are still being decoded. A job whose
 //! request cannot be read back, or no longer passes its checks, or whose
 //! deadline (counted from its first submission) has passed, ends `Failed`
-//! with the reason. The requests of a journal set aside as damaged are
-//! submitted again as new jobs.
+//! with the reason. The requests left by journals set aside as damaged are
+//! submitted again as new jobs (past `engine.max_queued_jobs`), and those
+//! that cannot be yet stay for the next start.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tracing::{info, warn};
 
+use super::submit::Limit;
 use super::{job_key, Engine, EngineParts};
 use crate::config::EngineConfig;
 use crate::job::{Job, JobOutcome, JobStatus, JobTimings, Restored};
 use crate::journal::{Entry, EntryState, Journal, Opened};
 use crate::kinds::ProofType;
+use crate::request::request_digest;
 
 impl Engine {
     /// Starts the engine with the journal `opened`, restoring its jobs.
@@ -134,36 +138,57 @@ impl Engine {
         info!(job_id = %e.job_id, kind = %e.kind, priority = e.priority.as_str(), "job re-queued after a restart");
     }
 
-    /// Queues again, as new jobs of the new journal, the requests of a
-    /// journal that was set aside (their rows lost); a payload that no
-    /// longer reads or passes its checks is logged and left where it is.
-    fn salvage(&self, paths: &[std::path::PathBuf]) {
-        let mut salvaged = 0;
-        for path in paths {
-            let raw = match Journal::read_payload(path) {
-                Ok(raw) => raw,
-                Err(e) => {
-                    warn!("not salvaged from the set-aside journal: {e}");
-                    continue;
-                }
-            };
-            match self.submit(&raw) {
-                Ok(s) => {
-                    salvaged += 1;
-                    info!(job_id = %s.job_id, payload = %path.display(), "job salvaged from the set-aside journal");
-                    let _ = std::fs::remove_file(path);
-                }
-                Err(e) => {
-                    warn!(payload = %path.display(), "not salvaged from the set-aside journal: {e}")
-                }
-            }
-        }
+    /// Queues again, as new jobs of the journal, the requests left by
+    /// journals set aside (their rows lost), past `engine.max_queued_jobs`
+    /// as re-queued jobs are. A payload leaves its directory once it is
+    /// journaled again (or its request id names a job already), or when it
+    /// cannot be decoded; one that is refused otherwise (no device, a
+    /// journal error, a check it fails now) stays for the next start.
+    fn salvage(&self, paths: &[PathBuf]) {
+        let salvaged = paths.iter().filter(|p| self.salvage_one(p)).count();
         if !paths.is_empty() {
             info!(
                 salvaged,
                 payloads = paths.len(),
-                "set-aside journal salvaged"
+                "set-aside journal payloads salvaged"
             );
+        }
+    }
+
+    /// Queues one salvaged payload again; returns whether it was.
+    fn salvage_one(&self, path: &Path) -> bool {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) => {
+                warn!(payload = %path.display(), "not salvaged, kept for the next start: {e}");
+                return false;
+            }
+        };
+        let raw = match Journal::decode_payload(&bytes) {
+            Ok(raw) => raw,
+            Err(e) => {
+                warn!(payload = %path.display(), "not salvaged, removed: not a journaled request: {e}");
+                Journal::drop_salvaged(path);
+                return false;
+            }
+        };
+        if let Some(job) = self.job(&raw.request_id) {
+            if job.digest != request_digest(&raw) {
+                warn!(payload = %path.display(), job_id = %job.id, "not salvaged, removed: a newer request has its request id");
+                Journal::drop_salvaged(path);
+                return false;
+            }
+        }
+        match self.submit_with(&raw, Limit::Bypass) {
+            Ok(s) => {
+                info!(job_id = %s.job_id, payload = %path.display(), "job salvaged from a set-aside journal");
+                Journal::drop_salvaged(path);
+                true
+            }
+            Err(e) => {
+                warn!(payload = %path.display(), "not salvaged, kept for the next start: {e}");
+                false
+            }
         }
     }
 

@@ -7,13 +7,14 @@ use rusqlite::{params, Connection};
 
 use super::{unix_now, Entry, EntryState};
 use crate::job::JobStatus;
-use crate::kinds::Priority;
+use crate::kinds::{Priority, ProofKind, ProofType};
 use crate::request::kind_from_wire;
 
 /// The journal's rows: the good ones, and the damaged ones as failed
 /// entries whose error names the row and what is wrong with it (a row
-/// without a readable sequence number, job id or kind names no job and is
-/// only logged).
+/// without a readable sequence number or job id names no job and is only
+/// logged; one without a readable kind, or registered proof, comes back
+/// under a placeholder of a known kind, failed).
 pub(super) fn read_entries(conn: &Connection) -> rusqlite::Result<(Vec<Entry>, Vec<Entry>)> {
     let mut stmt = conn.prepare(
         "SELECT seq, job_id, kind, registered_proof, priority, digest, state, proof, error, \
@@ -61,7 +62,7 @@ enum Row {
     Good(Entry),
     /// Damaged: a failed entry naming the row.
     Damaged(Entry),
-    /// Names no job (no readable sequence number, job id or kind).
+    /// Names no job (no readable sequence number or job id).
     Nameless,
 }
 
@@ -77,14 +78,14 @@ fn entry(v: Vec<Value>) -> Row {
             return Row::Nameless;
         }
     };
-    let Some(kind) = int(&v[2])
+    let mut bad = Vec::new();
+    let kind = int(&v[2])
         .and_then(|k| i32::try_from(k).ok())
         .and_then(kind_from_wire)
-    else {
-        tracing::error!(seq, %job_id, "journal row {seq} has no readable kind: skipped");
-        return Row::Nameless;
-    };
-    let mut bad = Vec::new();
+        .unwrap_or_else(|| {
+            bad.push("kind");
+            ProofKind::WindowPost
+        });
     let registered_proof = int(&v[3]).filter(|p| *p >= 0).unwrap_or_else(|| {
         bad.push("registered_proof");
         0
@@ -157,5 +158,67 @@ fn entry(v: Vec<Value>) -> Row {
         bad.join(", ")
     );
     e.finished_unix = Some(unix_now());
+    if ProofType::decode(e.kind, e.registered_proof).is_err() {
+        e.registered_proof = placeholder_proof(e.kind);
+    }
     Row::Damaged(e)
+}
+
+/// A registered proof of `kind` that decodes, for a damaged row whose own
+/// kind or registered proof does not: its job comes back failed (and
+/// found under its id), the proof type only shown.
+fn placeholder_proof(kind: ProofKind) -> u64 {
+    match kind {
+        // StackedDrgWindow2KiBV1
+        ProofKind::WindowPost => 5,
+        // StackedDrg2KiBV1, StackedDrgWinning2KiBV1, the 2 KiB update
+        ProofKind::PoRep | ProofKind::WinningPost | ProofKind::SnapDeals => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::journal::tests::{entry, raw};
+    use crate::journal::Journal;
+
+    #[test]
+    fn a_row_with_an_unreadable_kind_fails_its_job_under_its_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
+        {
+            let o = open();
+            for (seq, id) in [(1, "a"), (2, "b")] {
+                o.journal.submitted(&entry(seq, id), &raw(id)).unwrap();
+            }
+            o.journal
+                .conn()
+                .execute(
+                    "UPDATE jobs SET kind = 'x', registered_proof = -1 WHERE seq = 2",
+                    [],
+                )
+                .unwrap();
+        }
+        for _ in 0..2 {
+            let o = open();
+            let b = o.entries.iter().find(|e| e.job_id == "b").expect("b");
+            assert_eq!(b.state, EntryState::Ended(JobStatus::Failed));
+            assert!(b.error.contains("journal row 2"), "{}", b.error);
+            assert!(b.error.contains("kind"), "{}", b.error);
+            // The engine can restore it (as a failed job of some kind).
+            assert!(ProofType::decode(b.kind, b.registered_proof).is_ok());
+            let a = o.entries.iter().find(|e| e.job_id == "a").expect("a");
+            assert_eq!(a.state, EntryState::Queued);
+        }
+    }
+
+    #[test]
+    fn every_kind_has_a_placeholder_proof_that_decodes() {
+        for kind in ProofKind::ALL {
+            let p = placeholder_proof(kind);
+            assert!(ProofType::decode(kind, p).is_ok(), "{kind}: {p}");
+        }
+    }
 }

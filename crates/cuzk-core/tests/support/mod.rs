@@ -508,8 +508,18 @@ pub fn journaled_engine(
     opened: cuzk_core::journal::Opened,
 ) -> Engine {
     let backend: Arc<dyn ProverBackend> = Arc::new(FakeBackend(shared.clone()));
+    journaled_engine_on(shared, config, opened, vec![backend])
+}
+
+/// As [`journaled_engine`], with one backend per device.
+pub fn journaled_engine_on(
+    shared: &Shared,
+    config: EngineConfig,
+    opened: cuzk_core::journal::Opened,
+    backends: Vec<Arc<dyn ProverBackend>>,
+) -> Engine {
     let budget = MemoryBudget::new(1 << 30);
-    let (config, parts) = scripted_parts(shared, config, budget, vec![backend]);
+    let (config, parts) = scripted_parts(shared, config, budget, backends);
     Engine::start_journaled(config, parts, opened)
 }
 
