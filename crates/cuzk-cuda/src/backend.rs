@@ -360,7 +360,7 @@ impl ProverBackend for CudaBackend {
                 &self.dev,
                 self.device,
                 srs,
-                self.placement,
+                (self.placement, self.partitions_per_pass),
                 size,
             )?)
         }

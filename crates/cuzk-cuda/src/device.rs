@@ -197,6 +197,15 @@ impl Device {
             .unwrap_or_else(|p| p.into_inner());
     }
 
+    /// Bytes of the buffers idle worker contexts keep.
+    pub(crate) fn idle_held(&self) -> Result<u64, CudaError> {
+        let mut held = 0;
+        for c in self.idle().iter_mut() {
+            held += c.mem_room()?.1;
+        }
+        Ok(held)
+    }
+
     /// Frees the buffers idle worker contexts keep; whether they held any.
     pub(crate) fn trim_idle(&self) -> Result<bool, CudaError> {
         let mut freed = false;

@@ -119,12 +119,14 @@ fn section_bytes(srs: &SrsRef<'_>) -> [u64; SECTIONS] {
 }
 
 /// Makes `srs` ready on `dev` for partitions of `size`, as `placement`
-/// says (for `Auto`: only when it fits beside such a partition).
+/// says (for `Auto`: only when it fits beside such a partition; else the
+/// sections that fit, chosen for `k` partitions sharing each streamed
+/// pass).
 pub(crate) fn prepare(
     dev: &Arc<Device>,
     device: usize,
     srs: &SrsRef<'_>,
-    placement: SrsPlacement,
+    (placement, k): (SrsPlacement, usize),
     size: &WitnessSize,
 ) -> Result<SrsPreparation, CudaError> {
     if placement == SrsPlacement::Never {
@@ -145,7 +147,7 @@ pub(crate) fn prepare(
             if st.is_some() {
                 return Ok(SrsPreparation::Occupied);
             }
-            let made = upload(&mut owner, device, srs, placement, size);
+            let made = upload(&mut owner, device, srs, (placement, k), size);
             if let Ok(Some(u)) = &made {
                 *st = Some(u.generation);
             }
@@ -199,7 +201,7 @@ fn upload(
     ctx: &mut Ctx,
     device: usize,
     srs: &SrsRef<'_>,
-    placement: SrsPlacement,
+    (placement, k): (SrsPlacement, usize),
     size: &WitnessSize,
 ) -> Result<Option<Uploaded>, CudaError> {
     static GENERATION: AtomicU64 = AtomicU64::new(1);
@@ -227,7 +229,7 @@ fn upload(
                 // 2026-12-04) and the streamed MSMs' tiles beside the
                 // sections that stay.
                 let partition = (2 * n + 2 * aux) * fr + aux / 8 + STREAM_HEADROOM;
-                let chosen = residency::choose(free.saturating_sub(partition), bytes);
+                let chosen = residency::choose(free.saturating_sub(partition), bytes, k);
                 tracing::info!(
                     need,
                     free,
@@ -249,12 +251,12 @@ fn upload(
             match sec {
                 Section::BG2 => {
                     ctx.srs_alloc(sec, srs.b_g2.len())?;
-                    ctx.srs_upload_g2(srs.b_g2)?;
+                    ctx.srs_upload(sec, srs.b_g2)?;
                 }
                 _ => {
                     let points = g1_section(srs, sec);
                     ctx.srs_alloc(sec, points.len())?;
-                    ctx.srs_upload_g1(sec, points)?;
+                    ctx.srs_upload(sec, points)?;
                 }
             }
         }

@@ -5,12 +5,17 @@
 //! Each partition runs five MSMs, one per section (h, l, a, b_g1, b_g2).
 //! A section left on the host is streamed in tiles whose copies overlap
 //! that MSM's kernels, so what a resident section saves is the part of
-//! its copy its MSM cannot hide. H's MSM takes longest (full-width
-//! scalars over every point: ~0.6 s at 2^27 on an H200, while its 12.9 GB
-//! copy takes ~0.3-0.7 s), the witness sections' MSMs are short (their
-//! scalars are mostly 0 or 1: ~0.04-0.12 s against the same order of
-//! bytes): so the witness sections go first, by bytes, and H takes what
-//! is left.
+//! its copy its MSM cannot hide. Measured per 2^27 partition alone at
+//! 16 GiB against resident (gpu-bench, H200, 2026-12-04/05): H 824 vs
+//! 645 ms (~14 ms a streamed GB: its long full-width MSM hides much of
+//! the copy), L 340 vs 126, A 329 vs 125, B_G1 110 vs 42, B_G2 232 vs 99
+//! (~17-21 ms a GB: their mostly 0/1 scalars make them copy-bound). But
+//! partitions sharing a pass (`gpus.partitions_per_pass` = k) stream each
+//! witness section once for k of them, and H once for each: a witness
+//! section's cost a partition is divided by k, H's is not. So each set of
+//! sections that fits is scored by the time it saves a partition (H's
+//! bytes × 14, the witness sections' × 17 / k), and the best set stays:
+//! alone (k = 1) the witness sections go first, shared (k ≥ 2) H does.
 
 /// Sections in the order of `OnDevice`'s arrays: h, l, a, b_g1, b_g2.
 pub const SECTIONS: usize = 5;
@@ -18,25 +23,35 @@ pub const SECTIONS: usize = 5;
 /// The index of H's section.
 const H: usize = 0;
 
-/// The sections to keep on the device given `room` bytes for them and each
-/// section's `bytes`: of every set that fits, the one with the most
-/// witness-section bytes (l, a, b_g1, b_g2), then the most bytes of h.
-pub fn choose(room: u64, bytes: [u64; SECTIONS]) -> [bool; SECTIONS] {
-    let mut best = (0u64, 0u64, 0usize);
+/// Streaming cost of H a GB (ms, see the module doc).
+const H_MS_PER_GB: u128 = 14;
+/// Streaming cost of a witness section a GB when one partition streams it.
+const WITNESS_MS_PER_GB: u128 = 17;
+
+/// The sections to keep on the device given `room` bytes for them, each
+/// section's `bytes`, and `k` partitions sharing each streamed pass: of
+/// every set that fits, the one that saves a partition the most streaming
+/// time (see the module doc), then the one with more bytes.
+pub fn choose(room: u64, bytes: [u64; SECTIONS], k: usize) -> [bool; SECTIONS] {
+    let k = k.max(1) as u128;
+    let mut best = (0u128, 0u64, 0usize);
     for set in 0usize..(1 << SECTIONS) {
         let mut total = 0u64;
-        let mut witness = 0u64;
+        // The time saved, scaled by k (H's × k, the witness sections' × 1).
+        let mut saved = 0u128;
         for (i, b) in bytes.iter().enumerate() {
             if set & (1 << i) != 0 {
                 total = total.saturating_add(*b);
-                if i != H {
-                    witness = witness.saturating_add(*b);
-                }
+                saved += u128::from(*b)
+                    * if i == H {
+                        H_MS_PER_GB * k
+                    } else {
+                        WITNESS_MS_PER_GB
+                    };
             }
         }
-        let h = if set & (1 << H) != 0 { bytes[H] } else { 0 };
-        if total <= room && (witness, h) > (best.0, best.1) {
-            best = (witness, h, set);
+        if total <= room && (saved, total) > (best.0, best.1) {
+            best = (saved, total, set);
         }
     }
     std::array::from_fn(|i| best.2 & (1 << i) != 0)
@@ -73,40 +88,79 @@ mod tests {
 
     #[test]
     fn everything_fits_everything_stays() {
-        assert_eq!(choose(50 * GB, POREP32), [true; 5]);
+        for k in [1, 2, 8] {
+            assert_eq!(choose(50 * GB, POREP32, k), [true; 5]);
+        }
         assert_eq!(names(&[true; 5]), "h,l,a,b_g1,b_g2");
     }
 
     #[test]
     fn nothing_fits_nothing_stays() {
-        assert_eq!(choose(3 * GB, POREP32), [false; 5]);
+        assert_eq!(choose(3 * GB, POREP32, 2), [false; 5]);
         assert_eq!(names(&[false; 5]), "none");
     }
 
     #[test]
-    fn witness_sections_before_h() {
+    fn alone_the_witness_sections_go_before_h() {
         // 13 GB: L (12.5) rather than H (12.9).
-        assert_eq!(choose(13 * GB, POREP32), [false, true, false, false, false]);
+        assert_eq!(
+            choose(13 * GB, POREP32, 1),
+            [false, true, false, false, false]
+        );
         // 10 GB: b_g1 and b_g2 (9.5).
-        assert_eq!(choose(10 * GB, POREP32), [false, false, false, true, true]);
+        assert_eq!(
+            choose(10 * GB, POREP32, 1),
+            [false, false, false, true, true]
+        );
         // 26 GB: l and a (25.0).
-        assert_eq!(choose(26 * GB, POREP32), [false, true, true, false, false]);
-        // 38 GB: every witness section (34.5), no room for H.
-        assert_eq!(choose(38 * GB, POREP32), [false, true, true, true, true]);
+        assert_eq!(
+            choose(26 * GB, POREP32, 1),
+            [false, true, true, false, false]
+        );
+        // 38 GB: H, L and A (37.9) save more than every witness section
+        // (34.5).
+        assert_eq!(
+            choose(38 * GB, POREP32, 1),
+            [true, true, true, false, false]
+        );
         // 48 GB: all.
-        assert_eq!(choose(48 * GB, POREP32), [true; 5]);
+        assert_eq!(choose(48 * GB, POREP32, 1), [true; 5]);
     }
 
     #[test]
-    fn h_takes_what_the_witness_sections_leave() {
-        // 16.2 GB: l + b_g1 (15.7) is the most witness bytes; h does not fit too.
+    fn shared_passes_keep_h_first() {
+        // Two partitions a pass: H (12.9) saves each more than L (12.5 / 2).
         assert_eq!(
-            choose(16_200 * GB / 1000, POREP32),
+            choose(14 * GB, POREP32, 2),
+            [true, false, false, false, false]
+        );
+        // H does not fit: the witness sections as alone.
+        assert_eq!(
+            choose(10 * GB, POREP32, 2),
+            [false, false, false, true, true]
+        );
+        // 26 GB: H and L (25.4) rather than L and A (25.0).
+        assert_eq!(
+            choose(26 * GB, POREP32, 2),
+            [true, true, false, false, false]
+        );
+        // 38 GB: H, L and A (37.9).
+        assert_eq!(
+            choose(38 * GB, POREP32, 2),
+            [true, true, true, false, false]
+        );
+    }
+
+    #[test]
+    fn what_is_left_is_filled() {
+        // 16.2 GB alone: l + b_g1 (15.7).
+        assert_eq!(
+            choose(16_200 * GB / 1000, POREP32, 1),
             [false, true, false, true, false]
         );
         // Only h is small enough: it stays.
         assert_eq!(
-            choose(5 * GB, [4 * GB, 6 * GB, 6 * GB, 6 * GB, 6 * GB]),
+            choose(5 * GB, [4 * GB, 6 * GB, 6 * GB, 6 * GB, 6 * GB], 1),
             [true, false, false, false, false]
         );
     }

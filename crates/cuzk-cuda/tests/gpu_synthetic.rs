@@ -158,7 +158,8 @@ fn synthetic_circuits_equal_cpu_proofs() {
 }
 
 /// A card too small for the whole SRS beside a partition keeps the
-/// sections that fit (the witness sections first) and streams the others
+/// sections that fit (the witness sections first when partitions do not
+/// share passes) and streams the others
 /// from page-locked host memory: the proofs are the CPU backend's.
 #[test]
 fn a_partly_resident_srs_gives_the_cpu_proofs() {
@@ -203,10 +204,12 @@ fn a_partly_resident_srs_gives_the_cpu_proofs() {
         }
     }
     let _lift = Lift(gpu.clone());
+    // One partition a pass: the witness sections go before H.
     let limited = gpu
         .clone()
         .with_memory(Some(limit), cuzk_cuda::DEFAULT_VRAM_MARGIN)
-        .expect("vram_limit");
+        .expect("vram_limit")
+        .with_partitions_per_pass(1);
     let handle = match limited.prepare_srs(&srs, &size).expect("prepare") {
         SrsPreparation::Ready {
             srs,

@@ -399,13 +399,16 @@ pub(super) fn h_stage<'d>(
         } else {
             staging::choose_with(room, backend.vram_margin, n, aux, temp, on_dev)
         };
-        // Below the top tier, buffers idle contexts keep (a partition at
-        // the top tier keeps its a|b|c) are worth more to this one: a
-        // partition took tier none beside 12 GB kept that way at 24 GiB
-        // (2026-12-05).
-        if chosen != StagingTier::All && !trimmed {
+        // Buffers idle contexts keep (a partition at the top tier keeps
+        // its a|b|c) are worth more to this one when they would raise its
+        // tier: a partition took tier none beside 12 GB kept that way at
+        // 24 GiB (2026-12-05).
+        if chosen != StagingTier::All && !trimmed && !h_on_host {
             trimmed = true;
-            if dev.trim_idle()? {
+            let idle = dev.idle_held()?;
+            let better =
+                staging::choose_with(room + idle, backend.vram_margin, n, aux, temp, on_dev);
+            if better != chosen && dev.trim_idle()? {
                 continue 'measure;
             }
         }
