@@ -152,7 +152,7 @@ fn parse_priority(s: &str) -> Result<i32, String> {
 }
 
 fn main() -> Result<()> {
-    init_logging();
+    cuzk_bench::init_logging();
     let cli = Cli::parse();
     remote::init(cli.token_file.as_deref(), cli.tls_ca.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -218,13 +218,4 @@ fn main() -> Result<()> {
             Ok(())
         }
     }
-}
-
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
 }

@@ -301,7 +301,7 @@ impl Job {
             }
         });
         if ended {
-            *self.finished_at.lock().expect("finished_at lock") = Some(Instant::now());
+            *self.finished_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
             // Circuits and partial proofs can be large: drop them now.
             let mut run = self.run();
             run.source = None;

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use cuzk_prover::{BackendMetric, MetricKind};
 
+use prometheus::core::Collector;
 use prometheus::{
     CounterVec, Encoder, Gauge, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts,
     Registry, TextEncoder,
@@ -45,140 +46,162 @@ const BUCKETS: [f64; 14] = [
     0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0,
 ];
 
+/// A metric family `made` from this file's constant names and labels, and
+/// registered in `registry`: a failure of either is a bug in these
+/// definitions (every engine, so every engine test, makes them).
+fn registered<T: Collector + Clone + 'static>(
+    registry: &Registry,
+    made: prometheus::Result<T>,
+) -> T {
+    let metric = made.expect("the engine's metric definitions are valid");
+    registry
+        .register(Box::new(metric.clone()))
+        .expect("the engine's metric names are unique");
+    metric
+}
+
 impl Metrics {
     pub fn new() -> Metrics {
         let registry = Registry::new();
-        let submitted = IntCounterVec::new(
-            Opts::new("cuzk_jobs_submitted_total", "Jobs accepted, by proof kind"),
-            &["kind"],
-        )
-        .expect("valid metric");
-        let finished = IntCounterVec::new(
-            Opts::new(
-                "cuzk_jobs_finished_total",
-                "Jobs ended, by proof kind and outcome (completed, failed, cancelled)",
+        let submitted = registered(
+            &registry,
+            IntCounterVec::new(
+                Opts::new("cuzk_jobs_submitted_total", "Jobs accepted, by proof kind"),
+                &["kind"],
             ),
-            &["kind", "outcome"],
-        )
-        .expect("valid metric");
-        let rejected = IntCounterVec::new(
-            Opts::new(
-                "cuzk_requests_rejected_total",
-                "Requests refused before queueing, by reason",
+        );
+        let finished = registered(
+            &registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "cuzk_jobs_finished_total",
+                    "Jobs ended, by proof kind and outcome (completed, failed, cancelled)",
+                ),
+                &["kind", "outcome"],
             ),
-            &["reason"],
-        )
-        .expect("valid metric");
-        let queue_depth = IntGaugeVec::new(
-            Opts::new(
-                "cuzk_queue_depth",
-                "Jobs waiting for a prover, by proof kind",
+        );
+        let rejected = registered(
+            &registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "cuzk_requests_rejected_total",
+                    "Requests refused before queueing, by reason",
+                ),
+                &["reason"],
             ),
-            &["kind"],
-        )
-        .expect("valid metric");
-        let running = IntGaugeVec::new(
-            Opts::new("cuzk_jobs_running", "Jobs being proved, by proof kind"),
-            &["kind"],
-        )
-        .expect("valid metric");
-        let stage_seconds = HistogramVec::new(
+        );
+        let queue_depth = registered(
+            &registry,
+            IntGaugeVec::new(
+                Opts::new(
+                    "cuzk_queue_depth",
+                    "Jobs waiting for a prover, by proof kind",
+                ),
+                &["kind"],
+            ),
+        );
+        let running = registered(
+            &registry,
+            IntGaugeVec::new(
+                Opts::new("cuzk_jobs_running", "Jobs being proved, by proof kind"),
+                &["kind"],
+            ),
+        );
+        let stage_seconds = registered(&registry, HistogramVec::new(
             HistogramOpts::new(
                 "cuzk_job_stage_seconds",
                 "Time per job stage (queue_wait, srs_load, synthesis, compute, prove, verify, total), by proof kind",
             )
             .buckets(BUCKETS.to_vec()),
             &["kind", "stage"],
-        )
-        .expect("valid metric");
-        let partition_seconds = HistogramVec::new(
-            HistogramOpts::new(
-                "cuzk_partition_stage_seconds",
-                "Time per partition stage (synthesis, prove), by proof kind",
-            )
-            .buckets(BUCKETS.to_vec()),
-            &["kind", "stage"],
-        )
-        .expect("valid metric");
-        let partitions = IntGaugeVec::new(
-            Opts::new(
-                "cuzk_partitions",
-                "Partitions in a pipeline stage (ready: synthesized, waiting for a prover)",
+        ));
+        let partition_seconds = registered(
+            &registry,
+            HistogramVec::new(
+                HistogramOpts::new(
+                    "cuzk_partition_stage_seconds",
+                    "Time per partition stage (synthesis, prove), by proof kind",
+                )
+                .buckets(BUCKETS.to_vec()),
+                &["kind", "stage"],
             ),
-            &["stage"],
-        )
-        .expect("valid metric");
-        let budget_bytes = IntGaugeVec::new(
-            Opts::new(
-                "cuzk_memory_budget_bytes",
-                "Host memory budget: bytes reserved (used) and the limit",
+        );
+        let partitions = registered(
+            &registry,
+            IntGaugeVec::new(
+                Opts::new(
+                    "cuzk_partitions",
+                    "Partitions in a pipeline stage (ready: synthesized, waiting for a prover)",
+                ),
+                &["stage"],
             ),
-            &["state"],
-        )
-        .expect("valid metric");
-        let worker_busy = CounterVec::new(
-            Opts::new(
-                "cuzk_worker_busy_seconds_total",
-                "Seconds workers spent on partitions, by pool (synthesis, prove)",
+        );
+        let budget_bytes = registered(
+            &registry,
+            IntGaugeVec::new(
+                Opts::new(
+                    "cuzk_memory_budget_bytes",
+                    "Host memory budget: bytes reserved (used) and the limit",
+                ),
+                &["state"],
             ),
-            &["pool"],
-        )
-        .expect("valid metric");
-        let superseded = IntCounterVec::new(
-            Opts::new(
-                "cuzk_requests_superseded_total",
-                "Requests whose request_id named a job with another payload, by kind and \
+        );
+        let worker_busy = registered(
+            &registry,
+            CounterVec::new(
+                Opts::new(
+                    "cuzk_worker_busy_seconds_total",
+                    "Seconds workers spent on partitions, by pool (synthesis, prove)",
+                ),
+                &["pool"],
+            ),
+        );
+        let superseded = registered(
+            &registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "cuzk_requests_superseded_total",
+                    "Requests whose request_id named a job with another payload, by kind and \
                  whether that job had finished (replaced) or not (cancelled)",
+                ),
+                &["kind", "old_job"],
             ),
-            &["kind", "old_job"],
-        )
-        .expect("valid metric");
-        let recovered = IntCounterVec::new(
-            Opts::new(
-                "cuzk_jobs_recovered_total",
-                "Jobs read back from the journal at start, by kind and what became of them \
+        );
+        let recovered = registered(
+            &registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "cuzk_jobs_recovered_total",
+                    "Jobs read back from the journal at start, by kind and what became of them \
                  (finished: answered as they ended; requeued; failed: not recoverable)",
+                ),
+                &["kind", "as"],
             ),
-            &["kind", "as"],
-        )
-        .expect("valid metric");
-        let journal_errors = IntCounterVec::new(
-            Opts::new(
-                "cuzk_journal_errors_total",
-                "Job journal writes that failed, by operation",
+        );
+        let journal_errors = registered(
+            &registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "cuzk_journal_errors_total",
+                    "Job journal writes that failed, by operation",
+                ),
+                &["op"],
             ),
-            &["op"],
-        )
-        .expect("valid metric");
-        let out_of_service = IntGaugeVec::new(
-            Opts::new(
-                "cuzk_device_out_of_service",
-                "1 for a device taken out of service after it failed, by backend",
+        );
+        let out_of_service = registered(
+            &registry,
+            IntGaugeVec::new(
+                Opts::new(
+                    "cuzk_device_out_of_service",
+                    "1 for a device taken out of service after it failed, by backend",
+                ),
+                &["backend"],
             ),
-            &["backend"],
-        )
-        .expect("valid metric");
-        let uptime = Gauge::new("cuzk_uptime_seconds", "Seconds since the engine started")
-            .expect("valid metric");
-        for c in [
-            Box::new(submitted.clone()) as Box<dyn prometheus::core::Collector>,
-            Box::new(finished.clone()),
-            Box::new(rejected.clone()),
-            Box::new(queue_depth.clone()),
-            Box::new(running.clone()),
-            Box::new(stage_seconds.clone()),
-            Box::new(partition_seconds.clone()),
-            Box::new(partitions.clone()),
-            Box::new(budget_bytes.clone()),
-            Box::new(worker_busy.clone()),
-            Box::new(superseded.clone()),
-            Box::new(recovered.clone()),
-            Box::new(journal_errors.clone()),
-            Box::new(out_of_service.clone()),
-            Box::new(uptime.clone()),
-        ] {
-            registry.register(c).expect("metric names are unique");
-        }
+        );
+        let uptime = registered(
+            &registry,
+            Gauge::new("cuzk_uptime_seconds", "Seconds since the engine started"),
+        );
         for kind in ProofKind::ALL {
             queue_depth.with_label_values(&[kind.as_str()]).set(0);
             running.with_label_values(&[kind.as_str()]).set(0);

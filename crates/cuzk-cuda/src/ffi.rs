@@ -260,6 +260,36 @@ pub(crate) fn section_index(sec: Section) -> Result<i32, CudaError> {
     }
 }
 
+/// The points an SRS section on the device holds: G1 for every section
+/// but [`Section::BG2`], G2 for it.
+pub trait SectionPoint: Copy {
+    /// Whether section `sec` holds points of this type.
+    fn held_by(sec: Section) -> bool;
+}
+
+impl SectionPoint for G1Affine {
+    fn held_by(sec: Section) -> bool {
+        sec != Section::BG2
+    }
+}
+
+impl SectionPoint for G2Affine {
+    fn held_by(sec: Section) -> bool {
+        sec == Section::BG2
+    }
+}
+
+/// [`section_index`] of `sec`, which must hold points of type `P`.
+fn section_for<P: SectionPoint>(sec: Section) -> Result<i32, CudaError> {
+    if !P::held_by(sec) {
+        return Err(CudaError::Input(format!(
+            "{} points for the {sec} section",
+            std::any::type_name::<P>()
+        )));
+    }
+    section_index(sec)
+}
+
 /// Bytes per point of a device section (affine, uncompressed in memory).
 pub(crate) fn point_bytes(sec: Section) -> usize {
     match sec {
@@ -530,16 +560,14 @@ impl Ctx {
         check(unsafe { cuzk_cuda_srs_alloc(self.raw.as_ptr(), sec, npoints) })
     }
 
-    /// Copies G1 `points` into resident section `sec` (not [`Section::BG2`]).
-    pub(crate) fn srs_upload_g1(
+    /// Copies `points` into resident section `sec` (G1 points for every
+    /// section but [`Section::BG2`], G2 points for it).
+    pub(crate) fn srs_upload<P: SectionPoint>(
         &mut self,
         sec: Section,
-        points: &[G1Affine],
+        points: &[P],
     ) -> Result<(), CudaError> {
-        if sec == Section::BG2 {
-            return Err(CudaError::Input("G1 points for the G2 section".into()));
-        }
-        let sec = section_index(sec)?;
+        let sec = section_for::<P>(sec)?;
         // SAFETY: points outlive the call; the C side checks the bounds.
         check(unsafe {
             cuzk_cuda_srs_upload(
@@ -552,50 +580,20 @@ impl Ctx {
         })
     }
 
-    /// Copies G2 `points` into the resident [`Section::BG2`].
-    pub(crate) fn srs_upload_g2(&mut self, points: &[G2Affine]) -> Result<(), CudaError> {
-        // SAFETY: points outlive the call; the C side checks the bounds.
-        check(unsafe {
-            cuzk_cuda_srs_upload(
-                self.raw.as_ptr(),
-                section_index(Section::BG2)?,
-                0,
-                points.as_ptr().cast(),
-                points.len(),
-            )
-        })
-    }
-
-    /// Fills section `sec` (G1) with `pattern` repeated.
+    /// Fills section `sec` with `pattern` repeated (points as for
+    /// [`Ctx::srs_upload`]).
     #[cfg(feature = "lab")]
-    pub(crate) fn srs_tile_g1(
+    pub(crate) fn srs_tile<P: SectionPoint>(
         &mut self,
         sec: Section,
-        pattern: &[G1Affine],
+        pattern: &[P],
     ) -> Result<(), CudaError> {
-        if sec == Section::BG2 {
-            return Err(CudaError::Input("G1 points for the G2 section".into()));
-        }
-        let sec = section_index(sec)?;
+        let sec = section_for::<P>(sec)?;
         // SAFETY: pattern outlives the call.
         check(unsafe {
             cuzk_cuda_srs_tile(
                 self.raw.as_ptr(),
                 sec,
-                pattern.as_ptr().cast(),
-                pattern.len(),
-            )
-        })
-    }
-
-    /// Fills [`Section::BG2`] with `pattern` repeated.
-    #[cfg(feature = "lab")]
-    pub(crate) fn srs_tile_g2(&mut self, pattern: &[G2Affine]) -> Result<(), CudaError> {
-        // SAFETY: pattern outlives the call.
-        check(unsafe {
-            cuzk_cuda_srs_tile(
-                self.raw.as_ptr(),
-                section_index(Section::BG2)?,
                 pattern.as_ptr().cast(),
                 pattern.len(),
             )

@@ -11,7 +11,7 @@ use cuzk_prover::srs::Section;
 use ff::{Field, PrimeField};
 
 use crate::error::CudaError;
-use crate::ffi::{Ctx, Source};
+use crate::ffi::{Ctx, SectionPoint, Source};
 use crate::CudaBackend;
 
 impl CudaBackend {
@@ -157,24 +157,23 @@ impl StageContext<'_> {
         self.ctx.srs_alloc(sec, npoints)
     }
 
-    /// Copies G1 points into device section `sec`.
-    pub fn srs_upload_g1(&mut self, sec: Section, points: &[G1Affine]) -> Result<(), CudaError> {
-        self.ctx.srs_upload_g1(sec, points)
+    /// Copies points into device section `sec` (G1 for every section but
+    /// [`Section::BG2`], G2 for it).
+    pub fn srs_upload<P: SectionPoint>(
+        &mut self,
+        sec: Section,
+        points: &[P],
+    ) -> Result<(), CudaError> {
+        self.ctx.srs_upload(sec, points)
     }
 
-    /// Copies G2 points into the resident [`Section::BG2`].
-    pub fn srs_upload_g2(&mut self, points: &[G2Affine]) -> Result<(), CudaError> {
-        self.ctx.srs_upload_g2(points)
-    }
-
-    /// Fills G1 section `sec` with `pattern` repeated (on the device).
-    pub fn srs_tile_g1(&mut self, sec: Section, pattern: &[G1Affine]) -> Result<(), CudaError> {
-        self.ctx.srs_tile_g1(sec, pattern)
-    }
-
-    /// Fills [`Section::BG2`] with `pattern` repeated (on the device).
-    pub fn srs_tile_g2(&mut self, pattern: &[G2Affine]) -> Result<(), CudaError> {
-        self.ctx.srs_tile_g2(pattern)
+    /// Fills section `sec` with `pattern` repeated (on the device).
+    pub fn srs_tile<P: SectionPoint>(
+        &mut self,
+        sec: Section,
+        pattern: &[P],
+    ) -> Result<(), CudaError> {
+        self.ctx.srs_tile(sec, pattern)
     }
 
     /// Turns the 0/1 split of the device-SRS witness MSMs on or off.

@@ -58,7 +58,7 @@ pub use config::{
 pub use device_srs::srs_device_bytes;
 pub use error::CudaError;
 #[cfg(feature = "cuda")]
-pub use ffi::Source;
+pub use ffi::{SectionPoint, Source};
 pub use metrics::StagingCounts;
 pub use staging::StagingTier;
 pub use timeline::Timeline;

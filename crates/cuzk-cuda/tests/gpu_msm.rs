@@ -72,7 +72,7 @@ fn affine_accumulation_meets_every_case_and_equals_the_cpu_sum() {
             })
             .collect();
         st.srs_alloc(Section::L, n).expect("section");
-        st.srs_tile_g1(Section::L, &pattern).expect("tiled points");
+        st.srs_tile(Section::L, &pattern).expect("tiled points");
         st.upload_aux(&scalars).expect("scalars");
         let got = st
             .msm_g1_resident(Source::Aux, Section::L, 0, n)

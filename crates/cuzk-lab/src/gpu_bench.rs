@@ -551,15 +551,15 @@ pub(crate) mod imp {
             }
             st.srs_alloc(sec, len)?;
             match host {
-                Some(h) => st.srs_upload_g1(sec, &h.g1[..len])?,
-                None => st.srs_tile_g1(sec, &inp.g1)?,
+                Some(h) => st.srs_upload(sec, &h.g1[..len])?,
+                None => st.srs_tile(sec, &inp.g1)?,
             }
         }
         if keep[4] {
             st.srs_alloc(Section::BG2, inp.b_len())?;
             match host {
-                Some(h) => st.srs_upload_g2(&h.g2[..inp.b_len()])?,
-                None => st.srs_tile_g2(&inp.g2)?,
+                Some(h) => st.srs_upload(Section::BG2, &h.g2[..inp.b_len()])?,
+                None => st.srs_tile(Section::BG2, &inp.g2)?,
             }
         }
         Ok(if host.is_some() {

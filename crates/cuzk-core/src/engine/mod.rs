@@ -611,7 +611,7 @@ fn queue_position(st: &State, key: JobKey) -> u32 {
 /// Forgets jobs that ended more than `retention` ago.
 fn prune_finished(st: &mut State, retention: Duration) {
     st.jobs.retain(
-        |_, job| match *job.finished_at.lock().expect("finished_at lock") {
+        |_, job| match *job.finished_at.lock().unwrap_or_else(|p| p.into_inner()) {
             Some(at) => at.elapsed() < retention,
             None => true,
         },
