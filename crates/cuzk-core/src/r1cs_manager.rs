@@ -127,9 +127,10 @@ impl ConstraintSystems {
     /// before (its file is in the directory: a read of seconds, never a
     /// recording), so that the shape's first partitions, like every later
     /// one, can leave a, b and c to a backend that evaluates them; whether
-    /// the system is resident afterwards. Waits for a partition recording
-    /// or loading the shape (as [`ConstraintSystems::get`] would). A file
-    /// that does not load is left to `get`, which records the system
+    /// the system is resident afterwards. With a directory it waits for a
+    /// partition recording or loading the shape (as
+    /// [`ConstraintSystems::get`] would); without one it only looks. A
+    /// file that does not load is left to `get`, which records the system
     /// again.
     pub fn load_recorded(&self, source: &dyn PartitionSource) -> bool {
         let shape = source.shape();

@@ -50,7 +50,7 @@ fn until(what: &str, cond: impl Fn() -> bool) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn salvaged_payloads_pass_the_job_limit_and_stay_until_journaled() {
+async fn salvaged_payloads_pass_the_job_limit_and_leave_once_journaled_or_refused_for_good() {
     let f = fixtures();
     let dir = tempfile::tempdir().unwrap();
     let aside = dir.path().join("payloads.corrupt-1");
@@ -61,7 +61,21 @@ async fn salvaged_payloads_pass_the_job_limit_and_stay_until_journaled() {
         std::fs::write(payload(seq), bincode::serialize(&raw).unwrap()).unwrap();
     }
     std::fs::write(payload(3), b"not a request").unwrap();
-    // Decodes, and fails its checks now: kept for a later start.
+    // A journal set aside later holds a newer request under wdpost-a: it
+    // supersedes the older one salvaged before it.
+    let later = dir.path().join("payloads.corrupt-2");
+    std::fs::create_dir_all(&later).unwrap();
+    let newer = with_id(f.deadline_request(0, 1).unwrap(), "wdpost-a");
+    assert_ne!(
+        cuzk_core::request::request_digest(&newer),
+        cuzk_core::request::request_digest(&with_id(
+            f.request(ProofKind::WindowPost).unwrap(),
+            "wdpost-a"
+        )),
+        "another request"
+    );
+    std::fs::write(later.join("1.req"), bincode::serialize(&newer).unwrap()).unwrap();
+    // Decodes, and fails its checks for good: removed.
     let refused = RawRequest {
         request_id: "bad-kind".into(),
         proof_kind: 99,
@@ -77,22 +91,29 @@ async fn salvaged_payloads_pass_the_job_limit_and_stay_until_journaled() {
         ..Default::default()
     };
     let opened = open(dir.path());
-    assert_eq!(opened.salvage.len(), 4, "{:?}", opened.salvage);
+    assert_eq!(opened.salvage.len(), 5, "{:?}", opened.salvage);
     let e = journaled_engine(&s, config, opened);
     for id in ["wdpost-a", "wdpost-b"] {
         assert!(e.job(id).is_some(), "{id} was not salvaged");
     }
-    for seq in [1, 2, 3] {
+    let job = e.job("wdpost-a").unwrap();
+    assert_eq!(
+        job.digest,
+        cuzk_core::request::request_digest(&newer),
+        "the newer request"
+    );
+    for seq in [1, 2, 3, 4] {
         assert!(!payload(seq).exists(), "payload {seq} is still set aside");
     }
-    assert!(payload(4).exists(), "a refused payload is kept");
+    assert!(!later.exists(), "the later directory, emptied, is removed");
     e.shutdown(Duration::ZERO).await;
     s.synth_gate.open();
     drop(e);
     let o = open(dir.path());
-    assert_eq!(o.salvage, vec![payload(4)]);
+    assert!(o.salvage.is_empty(), "{:?}", o.salvage);
     for id in ["wdpost-a", "wdpost-b"] {
-        let entry = o.entries.iter().find(|x| x.job_id == id);
+        // The latest row of the id (the superseded one is cancelled).
+        let entry = o.entries.iter().rev().find(|x| x.job_id == id);
         assert!(
             entry.is_some_and(|x| x.state == EntryState::Queued),
             "{id} is not journaled again: {entry:?}"

@@ -47,7 +47,7 @@ pub(crate) struct Device {
     /// buffers back at the end of their partition.
     squeeze: AtomicBool,
     /// Partitions waiting for device memory now ([`Device::memory_waiter`]);
-    /// changed under `flights`' lock, with `ended` notified.
+    /// changed under `flights`' lock, `ended` notified when one stops.
     waiters: AtomicUsize,
     /// The generation of the SRS the owner's sections hold (its live
     /// `device_srs::OnDevice`), apart from the device lock (lock order: the

@@ -260,9 +260,17 @@ pub(crate) fn section_index(sec: Section) -> Result<i32, CudaError> {
     }
 }
 
+mod sealed {
+    /// Only the two point types the C side knows (it reads each point at
+    /// its type's size): no other crate may add one.
+    pub trait Sealed {}
+    impl Sealed for blstrs::G1Affine {}
+    impl Sealed for blstrs::G2Affine {}
+}
+
 /// The points an SRS section on the device holds: G1 for every section
-/// but [`Section::BG2`], G2 for it.
-pub trait SectionPoint: Copy {
+/// but [`Section::BG2`], G2 for it (sealed: only these two).
+pub trait SectionPoint: sealed::Sealed + Copy {
     /// Whether section `sec` holds points of this type.
     fn held_by(sec: Section) -> bool;
 }

@@ -15,7 +15,10 @@
 //! section's cost a partition is divided by k, H's is not. So each set of
 //! sections that fits is scored by the time it saves a partition (H's
 //! bytes × 14, the witness sections' × 17 / k), and the best set stays:
-//! alone (k = 1) the witness sections go first, shared (k ≥ 2) H does.
+//! alone (k = 1) the witness sections mostly go first, shared (k ≥ 2) H
+//! does. k is the configured `gpus.partitions_per_pass`: it assumes the
+//! card proves partitions of one circuit several at a time (a PoRep's
+//! ten, under load), not lone or CRITICAL ones.
 
 /// Sections in the order of `OnDevice`'s arrays: h, l, a, b_g1, b_g2.
 pub const SECTIONS: usize = 5;

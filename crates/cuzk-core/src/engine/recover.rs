@@ -18,12 +18,12 @@ use std::sync::Arc;
 use tracing::{info, warn};
 
 use super::submit::Limit;
-use super::{job_key, Engine, EngineParts};
+use super::{job_key, Engine, EngineParts, SubmitError};
 use crate::config::EngineConfig;
 use crate::job::{Job, JobOutcome, JobStatus, JobTimings, Restored};
 use crate::journal::{Entry, EntryState, Journal, Opened};
 use crate::kinds::ProofType;
-use crate::request::request_digest;
+use crate::request::{request_digest, RequestError};
 
 impl Engine {
     /// Starts the engine with the journal `opened`, restoring its jobs.
@@ -141,11 +141,18 @@ impl Engine {
     /// Queues again, as new jobs of the journal, the requests left by
     /// journals set aside (their rows lost), past `engine.max_queued_jobs`
     /// as re-queued jobs are. A payload leaves its directory once it is
-    /// journaled again (or its request id names a job already), or when it
-    /// cannot be decoded; one that is refused otherwise (no device, a
-    /// journal error, a check it fails now) stays for the next start.
+    /// journaled again (or its request id names a job already), when it
+    /// cannot be decoded, or when it is refused for good (an invalid
+    /// request, an id taken by another kind); one refused otherwise (no
+    /// device, a journal error, missing parameters) stays for the next
+    /// start. `paths` are oldest first: a later payload of a request id
+    /// salvaged in this pass supersedes it.
     fn salvage(&self, paths: &[PathBuf]) {
-        let salvaged = paths.iter().filter(|p| self.salvage_one(p)).count();
+        let mut ids = std::collections::HashSet::new();
+        let salvaged = paths
+            .iter()
+            .filter(|p| self.salvage_one(p, &mut ids))
+            .count();
         if !paths.is_empty() {
             info!(
                 salvaged,
@@ -155,8 +162,9 @@ impl Engine {
         }
     }
 
-    /// Queues one salvaged payload again; returns whether it was.
-    fn salvage_one(&self, path: &Path) -> bool {
+    /// Queues one salvaged payload again; returns whether it was. `ids`:
+    /// the request ids salvaged so far in this pass.
+    fn salvage_one(&self, path: &Path, ids: &mut std::collections::HashSet<String>) -> bool {
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
             Err(e) => {
@@ -172,7 +180,8 @@ impl Engine {
                 return false;
             }
         };
-        if let Some(job) = self.job(&raw.request_id) {
+        let salvaged_now = ids.contains(&raw.request_id);
+        if let Some(job) = self.job(&raw.request_id).filter(|_| !salvaged_now) {
             if job.digest != request_digest(&raw) {
                 warn!(payload = %path.display(), job_id = %job.id, "not salvaged, removed: a newer request has its request id");
                 Journal::drop_salvaged(path);
@@ -183,7 +192,18 @@ impl Engine {
             Ok(s) => {
                 info!(job_id = %s.job_id, payload = %path.display(), "job salvaged from a set-aside journal");
                 Journal::drop_salvaged(path);
+                if !raw.request_id.is_empty() {
+                    ids.insert(raw.request_id.clone());
+                }
                 true
+            }
+            Err(
+                e @ (SubmitError::Request(RequestError::InvalidArgument { .. })
+                | SubmitError::RequestIdConflict { .. }),
+            ) => {
+                warn!(payload = %path.display(), "not salvaged, removed: {e}");
+                Journal::drop_salvaged(path);
+                false
             }
             Err(e) => {
                 warn!(payload = %path.display(), "not salvaged, kept for the next start: {e}");

@@ -400,7 +400,12 @@ mod tests {
             // A submit of the same id waits for the admission.
             let waiter = scope.spawn(|| {
                 let st = state.lock().unwrap();
-                let st = cv.wait_while(st, |st| st.admitting.contains("a")).unwrap();
+                let (st, waited) = cv
+                    .wait_timeout_while(st, Duration::from_secs(20), |st| {
+                        st.admitting.contains("a")
+                    })
+                    .unwrap();
+                assert!(!waited.timed_out(), "the waiter was never woken");
                 st.admissions
             });
             let panicked = catch_unwind(AssertUnwindSafe(move || {

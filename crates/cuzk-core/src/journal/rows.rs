@@ -157,7 +157,8 @@ fn entry(v: Vec<Value>) -> Row {
         "journal row {seq} is damaged (bad {}); the job was not recovered: submit it again",
         bad.join(", ")
     );
-    e.finished_unix = Some(unix_now());
+    // Kept from an earlier open, so retention still ends the row.
+    e.finished_unix = e.finished_unix.or_else(|| Some(unix_now()));
     if ProofType::decode(e.kind, e.registered_proof).is_err() {
         e.registered_proof = placeholder_proof(e.kind);
     }

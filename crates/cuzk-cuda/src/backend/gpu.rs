@@ -367,8 +367,8 @@ pub(super) fn h_stage<'d>(
     let mut h_on_host = false;
     // Set once idle contexts were asked for their kept buffers.
     let mut trimmed = false;
-    // Held from this partition's first wait for memory until it has its
-    // room: partitions about to start yield to it.
+    // Held from this partition's first wait for memory until its H stage
+    // is done (its room taken): partitions about to start yield to it.
     let mut waiting = None;
     'measure: loop {
         let (free, held) = ctx.mem_room()?;
