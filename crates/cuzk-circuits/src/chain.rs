@@ -17,6 +17,9 @@ pub struct Chain {
     /// x_0 (None for a blank circuit, as parameter generation wants).
     pub x: Option<Scalar>,
     pub steps: usize,
+    /// Assigns step i's result plus one (a circuit that is not satisfied,
+    /// for tests of the refusal paths); None: a satisfied chain.
+    pub break_at: Option<usize>,
 }
 
 impl Chain {
@@ -25,6 +28,7 @@ impl Chain {
         Chain {
             x,
             steps: (1usize << log.saturating_sub(1)).saturating_sub(4).max(1),
+            break_at: None,
         }
     }
 
@@ -46,9 +50,13 @@ impl Circuit<Scalar> for Chain {
         let mut cur = cs.alloc_input(|| "x0", || val.ok_or(SynthesisError::AssignmentMissing))?;
         for i in 0..self.steps {
             let next_val = val.map(|v| v.square() + Scalar::from(i as u64));
+            let assigned = match self.break_at {
+                Some(b) if b == i => next_val.map(|v| v + Scalar::ONE),
+                _ => next_val,
+            };
             let next = cs.alloc(
                 || format!("x{}", i + 1),
-                || next_val.ok_or(SynthesisError::AssignmentMissing),
+                || assigned.ok_or(SynthesisError::AssignmentMissing),
             )?;
             cs.enforce(
                 || format!("step {i}"),

@@ -37,13 +37,22 @@ fn partitions(log: u32, count: usize, seed: u64) -> Partitions {
     let steps = Chain::for_log(log, None).steps;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let t = std::time::Instant::now();
-    let (srs, _) = cuzk_setup::generate(Chain { x: None, steps }, &mut rng).expect("parameters");
+    let (srs, _) = cuzk_setup::generate(
+        Chain {
+            x: None,
+            steps,
+            break_at: None,
+        },
+        &mut rng,
+    )
+    .expect("parameters");
     eprintln!("2^{log}: parameters in {:.1} s", t.elapsed().as_secs_f64());
     let witnesses = (0..count)
         .map(|_| {
             synthesize(Chain {
                 x: Some(Scalar::random(&mut rng)),
                 steps,
+                break_at: None,
             })
             .expect("synthesis")
             .witness
@@ -335,6 +344,7 @@ fn a_missing_device_and_a_wrong_srs_are_errors() {
         Chain {
             x: None,
             steps: 600,
+            break_at: None,
         },
         &mut rng,
     )
@@ -343,6 +353,7 @@ fn a_missing_device_and_a_wrong_srs_are_errors() {
         synthesize(Chain {
             x: Some(Scalar::ONE),
             steps: 700,
+            break_at: None,
         })
         .expect("synthesis")
         .witness,
@@ -385,10 +396,19 @@ fn staging_tiers_fall_back_and_give_the_same_proof() {
     let Some(gpu) = common::gpu() else { return };
     let steps = (1usize << 15) - 4;
     let mut rng = ChaCha8Rng::seed_from_u64(99);
-    let (srs, _) = cuzk_setup::generate(Chain { x: None, steps }, &mut rng).expect("parameters");
+    let (srs, _) = cuzk_setup::generate(
+        Chain {
+            x: None,
+            steps,
+            break_at: None,
+        },
+        &mut rng,
+    )
+    .expect("parameters");
     let w = synthesize(Chain {
         x: Some(Scalar::random(&mut rng)),
         steps,
+        break_at: None,
     })
     .expect("synthesis")
     .witness;

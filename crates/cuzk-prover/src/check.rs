@@ -54,27 +54,7 @@ struct CheckCs {
 }
 
 impl ConstraintSystem<Scalar> for CheckCs {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.aux.push(f()?);
-        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.input.push(f()?);
-        Ok(Variable::new_unchecked(Index::Input(self.input.len() - 1)))
-    }
+    crate::assign_into!(input: input, aux: aux);
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
     where
@@ -99,18 +79,7 @@ impl ConstraintSystem<Scalar> for CheckCs {
         self.constraints += 1;
     }
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    crate::flat_namespaces!();
 }
 
 /// Synthesizes `circuit` and checks every constraint, keeping only the
@@ -139,30 +108,12 @@ pub fn check_satisfied<C: Circuit<Scalar>>(circuit: C) -> Result<CircuitCheck, S
 }
 
 #[derive(Default)]
-struct CountCs(CircuitShape);
+struct CountCs {
+    shape: CircuitShape,
+}
 
 impl ConstraintSystem<Scalar> for CountCs {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.0.aux += 1;
-        Ok(Variable::new_unchecked(Index::Aux(self.0.aux - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.0.inputs += 1;
-        Ok(Variable::new_unchecked(Index::Input(self.0.inputs - 1)))
-    }
+    crate::count_into!(input: shape.inputs, aux: shape.aux);
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
     where
@@ -172,21 +123,10 @@ impl ConstraintSystem<Scalar> for CountCs {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        self.0.constraints += 1;
+        self.shape.constraints += 1;
     }
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    crate::flat_namespaces!();
 }
 
 /// The shape of `circuit` (a blank one is enough): nothing is evaluated.
@@ -194,7 +134,7 @@ pub fn count<C: Circuit<Scalar>>(circuit: C) -> Result<CircuitShape, SynthesisEr
     let mut cs = CountCs::default();
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
-    let mut shape = cs.0;
+    let mut shape = cs.shape;
     shape.constraints += shape.inputs;
     Ok(shape)
 }

@@ -13,6 +13,7 @@
 pub mod backend;
 pub mod check;
 pub mod cpu;
+pub mod cs_parts;
 pub mod density;
 pub mod error;
 pub mod matrices;

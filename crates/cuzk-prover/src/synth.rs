@@ -167,8 +167,6 @@ impl WitnessCs {
 }
 
 impl ConstraintSystem<Scalar> for WitnessCs {
-    type Root = Self;
-
     fn new() -> Self {
         WitnessCs::default()
     }
@@ -226,18 +224,7 @@ impl ConstraintSystem<Scalar> for WitnessCs {
         w.c.push(ec);
     }
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    crate::flat_namespaces!();
 
     fn is_extensible() -> bool {
         true

@@ -10,7 +10,7 @@
 
 use std::mem::MaybeUninit;
 
-use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellpepper_core::{ConstraintSystem, Index, SynthesisError, Variable};
 use blstrs::Scalar;
 use rayon::prelude::*;
 
@@ -30,8 +30,6 @@ pub struct WindowCs<'a> {
 impl AssignOnly for WindowCs<'_> {}
 
 impl ConstraintSystem<Scalar> for WindowCs<'_> {
-    type Root = Self;
-
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, SynthesisError>,
@@ -66,28 +64,9 @@ impl ConstraintSystem<Scalar> for WindowCs<'_> {
         )))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-    }
+    cuzk_prover::ignore_constraints!();
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    cuzk_prover::flat_namespaces!();
 }
 
 impl AssignmentCs {

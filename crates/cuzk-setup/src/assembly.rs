@@ -11,9 +11,7 @@
 //! its coefficients times the Lagrange basis at `tau`: `a_i(tau)`,
 //! `b_i(tau)`, `c_i(tau)`, inputs first, then aux variables.
 
-use bellpepper_core::{
-    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
-};
+use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, Variable};
 use blstrs::Scalar;
 use ff::Field;
 
@@ -142,7 +140,7 @@ impl Assembly {
 }
 
 impl ConstraintSystem<Scalar> for Assembly {
-    type Root = Self;
+    cuzk_prover::flat_namespaces!();
 
     fn new() -> Self {
         Self::default()
@@ -153,27 +151,7 @@ impl ConstraintSystem<Scalar> for Assembly {
         false
     }
 
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        let index = self.num_aux;
-        self.num_aux += 1;
-        Ok(Variable(Index::Aux(index)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        let index = self.num_inputs;
-        self.num_inputs += 1;
-        Ok(Variable(Index::Input(index)))
-    }
+    cuzk_prover::count_into!(input: num_inputs, aux: num_aux);
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
     where
@@ -208,18 +186,5 @@ impl ConstraintSystem<Scalar> for Assembly {
         );
         self.overflow |= overflow;
         self.num_constraints += 1;
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
     }
 }

@@ -10,9 +10,7 @@
 //! input constraints `input_i * 0 = 0` are appended after synthesis, so the
 //! result equals [`Assembly::evaluate`](crate::assembly::Assembly::evaluate).
 
-use bellpepper_core::{
-    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
-};
+use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, Variable};
 use blstrs::Scalar;
 use ff::Field;
 
@@ -149,32 +147,14 @@ impl<'a> EvaluatingCs<'a> {
 }
 
 impl ConstraintSystem<Scalar> for EvaluatingCs<'_> {
-    type Root = Self;
+    cuzk_prover::flat_namespaces!();
 
     fn is_extensible() -> bool {
         // Like bellperson's generator: synthesis is strictly sequential.
         false
     }
 
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.aux += 1;
-        Ok(Variable(Index::Aux(self.aux - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.inputs += 1;
-        Ok(Variable(Index::Input(self.inputs - 1)))
-    }
+    cuzk_prover::count_into!(input: inputs, aux: aux);
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
     where
@@ -204,25 +184,13 @@ impl ConstraintSystem<Scalar> for EvaluatingCs<'_> {
         let lcc = c(LinearCombination::zero());
         self.entries += Self::accumulate(&mut self.ct, &lcc, l, ni, m1, out);
     }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::assembly::Assembly;
+    use bellpepper_core::SynthesisError;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
 

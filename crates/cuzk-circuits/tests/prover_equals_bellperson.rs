@@ -1,77 +1,19 @@
-//! Our prover against bellperson's on synthetic circuits: same bytes for the
-//! same r and s, proofs that verify, unsatisfied circuits refused.
+//! Our prover against bellperson's on the synthetic [`Chain`] circuit: same
+//! bytes for the same r and s, proofs that verify, unsatisfied circuits
+//! refused. (Here rather than in cuzk-prover: the circuit lives in this
+//! crate, above the prover.)
 
-use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use bellperson::groth16::{
     create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof, Parameters,
 };
 use blstrs::{Bls12, Scalar};
+use cuzk_circuits::chain::Chain;
 use cuzk_prover::backend::{ProverBackend, SrsRef};
 use cuzk_prover::cpu::CpuBackend;
 use cuzk_prover::{synthesize, SynthError};
-use ff::{Field, PrimeField};
+use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-
-/// Proves knowledge of x with x_{i+1} = x_i² + i (a chain of `steps`
-/// squarings), exposing x_0 and the last value; a few bits are booleans to
-/// exercise the 0/1 fast paths, and `break_at` corrupts one assignment.
-#[derive(Clone)]
-struct Chain {
-    x: Option<Scalar>,
-    steps: usize,
-    break_at: Option<usize>,
-}
-
-impl Circuit<Scalar> for Chain {
-    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        let x0 = self.x;
-        let first = cs.alloc_input(|| "x0", || x0.ok_or(SynthesisError::AssignmentMissing))?;
-        let mut cur = first;
-        let mut val = x0;
-        for i in 0..self.steps {
-            let next_val = val.map(|v| v.square() + Scalar::from(i as u64));
-            let assigned = if self.break_at == Some(i) {
-                next_val.map(|v| v + Scalar::ONE)
-            } else {
-                next_val
-            };
-            let next = cs.alloc(
-                || format!("x{}", i + 1),
-                || assigned.ok_or(SynthesisError::AssignmentMissing),
-            )?;
-            cs.enforce(
-                || format!("step {i}"),
-                |lc| lc + cur,
-                |lc| lc + cur,
-                |lc| lc + next - (Scalar::from(i as u64), CS::one()),
-            );
-            // A boolean side variable: b·(1−b) = 0.
-            let bit = val.map(|v| {
-                if v.is_odd().into() {
-                    Scalar::ONE
-                } else {
-                    Scalar::ZERO
-                }
-            });
-            let b = cs.alloc(
-                || format!("b{i}"),
-                || bit.ok_or(SynthesisError::AssignmentMissing),
-            )?;
-            cs.enforce(
-                || format!("bool {i}"),
-                |lc| lc + b,
-                |lc| lc + CS::one() - b,
-                |lc| lc,
-            );
-            cur = next;
-            val = next_val;
-        }
-        let out = cs.alloc_input(|| "out", || val.ok_or(SynthesisError::AssignmentMissing))?;
-        cs.enforce(|| "out", |lc| lc + cur, |lc| lc + CS::one(), |lc| lc + out);
-        Ok(())
-    }
-}
 
 fn srs_ref(p: &Parameters<Bls12>) -> SrsRef<'_> {
     SrsRef {
