@@ -39,6 +39,10 @@ pub struct DaemonConfig {
     pub state_dir: Option<PathBuf>,
     /// Keep the job journal (accepted jobs survive a crash or `kill -9`).
     pub journal: bool,
+    /// Free space on the journal's disk kept for WindowPoSt and
+    /// WinningPoSt: a PoRep or SnapDeals request whose payload would leave
+    /// less is refused (`RESOURCE_EXHAUSTED`). `0`: none kept.
+    pub journal_disk_reserve: ByteSize,
     /// PEM certificate chain for TLS on the gRPC and status listeners.
     pub tls_cert: Option<PathBuf>,
     /// PEM private key of `tls_cert`.
@@ -72,6 +76,7 @@ impl Default for DaemonConfig {
             status_listen: String::new(),
             state_dir: None,
             journal: true,
+            journal_disk_reserve: ByteSize::gib(1),
             tls_cert: None,
             tls_key: None,
             auth_token_file: None,

@@ -66,6 +66,20 @@ pub enum JournalError {
     Refused(PathBuf, String),
     #[error("journal payload {0}: {1}")]
     Payload(PathBuf, String),
+    /// Writing a PoRep or SnapDeals request would leave less free space on
+    /// the journal's disk than the reserve kept for PoSt.
+    #[error(
+        "the journal's disk ({dir}) has {free} free; this {kind} request's {need} would leave \
+         less than the {reserve} kept for WindowPoSt and WinningPoSt \
+         (daemon.journal_disk_reserve): free disk space, then submit it again"
+    )]
+    DiskFull {
+        dir: PathBuf,
+        kind: ProofKind,
+        free: bytesize::ByteSize,
+        need: bytesize::ByteSize,
+        reserve: bytesize::ByteSize,
+    },
 }
 
 /// A job's state in the journal.
@@ -154,6 +168,9 @@ impl From<rusqlite::Error> for OpenFault {
 /// call them off the reactor and never under the engine's state lock.
 pub struct Journal {
     dir: PathBuf,
+    /// Free disk space a PoRep or SnapDeals payload may not take
+    /// ([`Journal::set_disk_reserve`]).
+    disk_reserve: u64,
     conn: Mutex<Connection>,
     _lock: File,
 }
@@ -183,6 +200,7 @@ impl Journal {
         let salvage = aside::salvage_files(dir);
         let journal = Journal {
             dir: dir.to_path_buf(),
+            disk_reserve: 0,
             conn: Mutex::new(conn),
             _lock: lock,
         };
@@ -219,12 +237,43 @@ impl Journal {
         self.dir.join("payloads").join(format!("{seq}.req"))
     }
 
+    /// Keeps `bytes` of the journal's disk free for PoSt: a PoRep or
+    /// SnapDeals request whose payload would leave less is refused
+    /// ([`JournalError::DiskFull`]); WindowPoSt and WinningPoSt may use it.
+    pub fn set_disk_reserve(&mut self, bytes: u64) {
+        self.disk_reserve = bytes;
+    }
+
+    /// Refuses a payload of `need` bytes for `kind` that would eat into the
+    /// PoSt reserve. A disk whose free space cannot be read is not refused
+    /// here (the write itself then reports what fails).
+    fn check_room(&self, kind: ProofKind, need: u64) -> Result<(), JournalError> {
+        if matches!(kind, ProofKind::WindowPost | ProofKind::WinningPost) || self.disk_reserve == 0
+        {
+            return Ok(());
+        }
+        let Ok(free) = fs2::available_space(&self.dir) else {
+            return Ok(());
+        };
+        if free >= need.saturating_add(self.disk_reserve) {
+            return Ok(());
+        }
+        Err(JournalError::DiskFull {
+            dir: self.dir.clone(),
+            kind,
+            free: bytesize::ByteSize(free),
+            need: bytesize::ByteSize(need),
+            reserve: bytesize::ByteSize(self.disk_reserve),
+        })
+    }
+
     /// Records an accepted job and its request. Returns once both are on
     /// disk.
     pub fn submitted(&self, entry: &Entry, raw: &RawRequest) -> Result<(), JournalError> {
         let path = self.payload_path(entry.seq);
         let bytes = bincode::serialize(raw)
             .map_err(|e| JournalError::Payload(path.clone(), e.to_string()))?;
+        self.check_room(entry.kind, bytes.len() as u64)?;
         write_durably(&path, &bytes)
             .map_err(|e| JournalError::Payload(path.clone(), e.to_string()))?;
         let conn = self.conn();
@@ -686,5 +735,44 @@ mod tests {
         assert!(o.journal.submitted(&entry(5, "e"), &raw("e")).is_err());
         assert!(!o.journal.payload_path(5).exists());
         assert!(!o.journal.payload_path(5).with_extension("tmp").exists());
+    }
+
+    #[test]
+    fn the_disk_reserve_refuses_porep_and_snap_payloads_and_keeps_post() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = Journal::open(dir.path(), Duration::from_secs(60)).unwrap();
+        // More than any disk has free: only PoSt may write.
+        o.journal.set_disk_reserve(u64::MAX / 4);
+        for (seq, kind) in [(1, ProofKind::PoRep), (2, ProofKind::SnapDeals)] {
+            let e = Entry {
+                kind,
+                ..entry(seq, "big")
+            };
+            let err = o.journal.submitted(&e, &raw("big")).unwrap_err();
+            assert!(
+                matches!(err, JournalError::DiskFull { kind: k, .. } if k == kind),
+                "{err}"
+            );
+            assert!(
+                err.to_string().contains("daemon.journal_disk_reserve"),
+                "{err}"
+            );
+            assert!(!o.journal.payload_path(seq).exists());
+        }
+        for (seq, kind) in [(3, ProofKind::WindowPost), (4, ProofKind::WinningPost)] {
+            let e = Entry {
+                kind,
+                ..entry(seq, "post")
+            };
+            o.journal.submitted(&e, &raw("post")).unwrap();
+            assert!(o.journal.payload_path(seq).exists());
+        }
+        // With no reserve a PoRep is written.
+        o.journal.set_disk_reserve(0);
+        let e = Entry {
+            kind: ProofKind::PoRep,
+            ..entry(5, "porep")
+        };
+        o.journal.submitted(&e, &raw("porep")).unwrap();
     }
 }

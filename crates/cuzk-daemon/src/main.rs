@@ -51,9 +51,7 @@ fn main() -> Result<()> {
         return Ok(());
     }
     init_logging(&config.daemon.log);
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
+    cuzk_server::runtime()
         .context("starting the async runtime")?
         .block_on(run(config))
 }

@@ -150,11 +150,52 @@ async fn a_second_daemon_on_the_same_socket_exits_and_leaves_the_first_serving()
         out.status
     );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("another process"), "{err}");
+    // It stops at the state dir's lock, before binding anything.
+    assert!(err.contains("another cuzk-daemon"), "{err}");
     let mut c = cuzk_server::connect(&addr).await.expect("connect again");
     c.get_status(GetStatusRequest {})
         .await
         .expect("the first daemon still answers on its socket");
+    // Its own socket and state dir, but a status address that is taken:
+    // it binds its socket, fails, exits, and leaves no socket behind.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other_sock = tmp.path().join("other.sock");
+    let other = tmp.path().join("other.toml");
+    let text = std::fs::read_to_string(tmp.path().join("cuzk.toml")).unwrap();
+    let text = text
+        .replace(
+            &sock.display().to_string(),
+            &other_sock.display().to_string(),
+        )
+        .replace(
+            &tmp.path().join("state").display().to_string(),
+            &tmp.path().join("other-state").display().to_string(),
+        )
+        .replace(
+            "[daemon]\n",
+            &format!(
+                "[daemon]\nstatus_listen = \"{}\"\n",
+                taken.local_addr().unwrap()
+            ),
+        );
+    assert!(
+        text.contains("other.sock") && text.contains("status_listen"),
+        "{text}"
+    );
+    std::fs::write(&other, text).unwrap();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
+            .arg("--config")
+            .arg(&other)
+            .output()
+            .expect("start the third cuzk-daemon")
+    })
+    .await
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("status"), "{err}");
+    assert!(!other_sock.exists(), "a failed start leaves no socket");
+    drop(taken);
     signal(&first, "TERM");
     let status =
         tokio::task::spawn_blocking(move || wait_exit(&mut first, Duration::from_secs(60)))

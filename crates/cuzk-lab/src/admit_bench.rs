@@ -5,12 +5,14 @@
 //! another submit waits for).
 //!
 //! The large requests are synthetic PoRep C1 outputs of `--sector-size`
-//! (made locally, inputs only); the WinningPoSt is the 2 KiB fixtures' (made
+//! (made locally, inputs only; `--pad-to` pads their JSON with trailing
+//! whitespace, which every decoder reads like the rest); the WinningPoSt is the 2 KiB fixtures' (made
 //! by `cuzk-bench gen-fixtures`). Their parameter files are empty
 //! placeholders in a private parameter directory — the submit checks only
 //! that they exist — so the jobs are accepted and journaled and then fail
 //! at once when the engine reads their parameters: only admission is
-//! measured. Ends with `admit-bench big=N big_bytes=B rounds=R
+//! measured. The daemon runs on a runtime of its own, as cuzk-daemon does.
+//! Ends with `admit-bench big=N big_bytes=B rounds=R connection=shared|own
 //! winning_alone_ms_p50=.. winning_loaded_ms_p50=.. winning_loaded_ms_max=..
 //! loaded_vs_alone=..`.
 
@@ -28,6 +30,11 @@ pub struct Options {
     pub big: usize,
     pub rounds: usize,
     pub size: SectorSize,
+    /// Pad each C1 JSON with trailing whitespace to this many bytes.
+    pub pad_to: Option<usize>,
+    /// Submit the WinningPoSt beside the large requests over a connection
+    /// of its own, not the one they share.
+    pub own_connection: bool,
 }
 
 pub async fn run(opts: Options) -> Result<()> {
@@ -55,6 +62,16 @@ pub async fn run(opts: Options) -> Result<()> {
     link_params(&small.params_dir(), &params)?;
     placeholder_params(&porep)?;
     let winning = small.request(ProofKind::WinningPost)?;
+    let mut porep = porep;
+    if let Some(n) = opts.pad_to {
+        if n < porep.vanilla_proof.len() {
+            bail!(
+                "--pad-to {n} is below the C1's {} bytes",
+                porep.vanilla_proof.len()
+            );
+        }
+        porep.vanilla_proof.resize(n, b' ');
+    }
 
     let mut config = crate::commands::local_daemon_config(&small)?;
     config.params.cache_dir = Some(params.clone());
@@ -63,12 +80,25 @@ pub async fn run(opts: Options) -> Result<()> {
     // Every round's requests are admitted, however far the engine is
     // behind in failing them.
     config.engine.max_queued_jobs = (opts.rounds * (opts.big + 1) + 8).into();
-    let daemon = Daemon::start(config).await?;
-    let addr = daemon.client_address();
+    // The daemon on a runtime of its own, as cuzk-daemon runs it: this
+    // process' client (encoding the large requests) does not share its
+    // worker threads.
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(daemon.serve(async {
-        let _ = stop_rx.await;
-    }));
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+    let server = std::thread::spawn(move || -> Result<()> {
+        let rt = cuzk_server::runtime()?;
+        rt.block_on(async {
+            let daemon = Daemon::start(config).await?;
+            let _ = addr_tx.send(daemon.client_address());
+            daemon
+                .serve(async {
+                    let _ = stop_rx.await;
+                })
+                .await?;
+            Ok(())
+        })
+    });
+    let addr = addr_rx.await.context("the daemon did not start")?;
     let mut client = cuzk_server::connect(&addr).await?;
 
     let big_bytes = porep.vanilla_proof.len();
@@ -93,7 +123,12 @@ pub async fn run(opts: Options) -> Result<()> {
         // The large requests are on their way (their bytes take a while
         // to arrive, be decoded and be written).
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let ms = timed_submit(&mut client, &winning, &format!("loaded-{round}")).await?;
+        let mut own = match opts.own_connection {
+            true => Some(cuzk_server::connect(&addr).await?),
+            false => None,
+        };
+        let c = own.as_mut().unwrap_or(&mut client);
+        let ms = timed_submit(c, &winning, &format!("loaded-{round}")).await?;
         let mut pending = 0;
         for b in &bigs {
             pending += usize::from(!b.is_finished());
@@ -108,7 +143,9 @@ pub async fn run(opts: Options) -> Result<()> {
         );
     }
     let _ = stop_tx.send(());
-    let _ = tokio::time::timeout(Duration::from_secs(60), server).await;
+    tokio::task::spawn_blocking(move || server.join())
+        .await?
+        .map_err(|_| anyhow::anyhow!("the daemon thread panicked"))??;
     let p50 = |v: &[f64]| {
         let mut s = v.to_vec();
         s.sort_by(f64::total_cmp);
@@ -116,11 +153,12 @@ pub async fn run(opts: Options) -> Result<()> {
     };
     let max = loaded.iter().copied().fold(0.0, f64::max);
     println!(
-        "admit-bench big={} big_bytes={big_bytes} sector_size={} rounds={} winning_alone_ms_p50={:.1} \
+        "admit-bench big={} big_bytes={big_bytes} sector_size={} rounds={} connection={} winning_alone_ms_p50={:.1} \
          winning_loaded_ms_p50={:.1} winning_loaded_ms_max={max:.1} loaded_vs_alone={:.2}",
         opts.big,
         opts.size,
         opts.rounds,
+        if opts.own_connection { "own" } else { "shared" },
         p50(&alone),
         p50(&loaded),
         p50(&loaded) / p50(&alone).max(0.001)

@@ -118,7 +118,7 @@ enum Command {
     /// PoRep submits of `--sector-size` (synthetic C1 outputs, checked and
     /// journaled; placeholder parameters, so the jobs then fail at once),
     /// through a daemon in this process with its journal on. Ends with
-    /// `admit-bench big=N big_bytes=B rounds=R winning_alone_ms_p50=..
+    /// `admit-bench big=N big_bytes=B rounds=R connection=.. winning_alone_ms_p50=..
     /// winning_loaded_ms_p50=.. winning_loaded_ms_max=.. loaded_vs_alone=..`.
     AdmitBench {
         #[arg(long, default_value_t = 4)]
@@ -128,6 +128,15 @@ enum Command {
         /// Sector size of the large PoRep requests.
         #[arg(long, default_value = "32GiB")]
         sector_size: cuzk_fixtures::SectorSize,
+        /// Pads each PoRep's C1 JSON with trailing whitespace to this size
+        /// (e.g. "200MB"; decoded like any JSON); unset: as made.
+        #[arg(long)]
+        pad_to: Option<bytesize::ByteSize>,
+        /// Submit the WinningPoSt beside them over a connection of its own
+        /// (default: the one connection the large requests share, as a
+        /// client such as Curio uses).
+        #[arg(long)]
+        own_connection: bool,
     },
     /// Today's synthesis and the compiled-constraint-system path side by
     /// side on one partition (each in its own process): wall ms, CPU
@@ -454,10 +463,14 @@ fn main() -> Result<()> {
             big,
             rounds,
             sector_size,
+            pad_to,
+            own_connection,
         } => runtime.block_on(admit_bench::run(admit_bench::Options {
             big,
             rounds,
             size: sector_size,
+            pad_to: pad_to.map(|b| b.as_u64() as usize),
+            own_connection,
         })),
         Command::SynthBench {
             kind,

@@ -102,6 +102,8 @@ pub fn submit_status(e: SubmitError) -> Status {
         SubmitError::QueueFull { .. } => Status::resource_exhausted(e.to_string()),
         // Not on disk, so not accepted: a retry may succeed.
         SubmitError::Journal(_) => Status::unavailable(e.to_string()),
+        // The journal's disk is down to the PoSt reserve.
+        SubmitError::DiskFull(_) => Status::resource_exhausted(e.to_string()),
         // Every device failed: another daemon may prove it.
         SubmitError::NoDevice(_) => Status::unavailable(e.to_string()),
     }
@@ -125,6 +127,7 @@ pub fn job_status(e: JobError) -> Status {
     match e {
         JobError::NotFound(_) => Status::not_found(e.to_string()),
         JobError::AlreadyEnded { .. } => Status::failed_precondition(e.to_string()),
+        JobError::NotRestored(_) => Status::unavailable(e.to_string()),
     }
 }
 
@@ -139,6 +142,10 @@ mod tests {
             (SubmitError::QueueFull { limit: 2 }, Code::ResourceExhausted),
             (SubmitError::ShuttingDown, Code::Unavailable),
             (SubmitError::Journal("disk full".into()), Code::Unavailable),
+            (
+                SubmitError::DiskFull("reserve".into()),
+                Code::ResourceExhausted,
+            ),
             (
                 SubmitError::Request(RequestError::Unimplemented("ni-porep".into())),
                 Code::Unimplemented,

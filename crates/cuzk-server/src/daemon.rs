@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use cuzk_core::budget::MemoryBudget;
-use cuzk_core::journal::Journal;
+use cuzk_core::journal::{Journal, Opened};
 use cuzk_core::r1cs_manager::ConstraintSystems;
 use cuzk_core::srs_manager::ParamsLoader;
 use cuzk_core::{Engine, EngineParts, FilecoinProofs, SrsManager};
@@ -56,18 +56,26 @@ pub enum DaemonError {
     Tls(String),
 }
 
-/// Starts the engine, on the job journal unless `daemon.journal = false`
-/// (opening it and recovering its jobs reads files: off the reactor).
-async fn start_engine(config: &Config, parts: EngineParts) -> Result<Engine, DaemonError> {
-    let engine_config = config.engine.clone();
+/// The async runtime the daemon runs on (cuzk-daemon's, and the benches'
+/// in-process daemons').
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+}
+
+/// Opens the job journal unless `daemon.journal = false`, taking the
+/// state directory's lock (off the reactor: it reads files).
+async fn open_journal(config: &Config) -> Result<Option<Opened>, DaemonError> {
     if !config.daemon.journal {
-        info!("daemon.journal = false: jobs live in memory only");
-        return Ok(Engine::start(engine_config, parts));
+        return Ok(None);
     }
     let dir = config.daemon.resolved_state_dir();
     let retention = config.engine.job_retention;
+    let reserve = config.daemon.journal_disk_reserve.as_u64();
     tokio::task::spawn_blocking(move || {
-        let opened = Journal::open(&dir, retention)?;
+        let mut opened = Journal::open(&dir, retention)?;
+        opened.journal.set_disk_reserve(reserve);
         if let Some(aside) = &opened.set_aside {
             warn!(
                 moved_to = %aside.display(),
@@ -76,10 +84,24 @@ async fn start_engine(config: &Config, parts: EngineParts) -> Result<Engine, Dae
                  (the requests its payloads still hold are queued again)"
             );
         }
-        Ok(Engine::start_journaled(engine_config, parts, opened))
+        Ok(Some(opened))
     })
     .await
     .map_err(|e| DaemonError::Start(e.to_string()))?
+}
+
+/// Starts the engine, on the journal `opened` when there is one (its
+/// unfinished jobs are restored in the background, so the listeners serve
+/// meanwhile).
+fn start_engine(config: &Config, parts: EngineParts, opened: Option<Opened>) -> Engine {
+    let engine_config = config.engine.clone();
+    match opened {
+        Some(opened) => Engine::start_restoring(engine_config, parts, opened),
+        None => {
+            info!("daemon.journal = false: jobs live in memory only");
+            Engine::start(engine_config, parts)
+        }
+    }
 }
 
 /// Binds `daemon.status_listen` (TLS when the daemon has a certificate)
@@ -167,15 +189,32 @@ impl Daemon {
         cuzk_core::params::init_parameter_cache(&params)?;
         info!(dir = %params.display(), "Groth16 parameter cache");
         let access = Access::load(&config.daemon)?;
+        // The state dir's lock before any listener: a second daemon on the
+        // same state dir stops here, its listeners never bound.
+        let opened = open_journal(&config).await?;
         let bound = Bound::bind(&listen)
             .await
             .map_err(|source| DaemonError::Bind {
                 addr: config.daemon.listen.clone(),
                 source,
             })?;
-        access.check_exposure("daemon.listen", bound.tcp_addr(), &config.daemon)?;
-        let status = bind_status(&config, &access).await?;
-        let engine = start_engine(&config, parts).await?;
+        let rest = async {
+            access.check_exposure("daemon.listen", bound.tcp_addr(), &config.daemon)?;
+            bind_status(&config, &access).await
+        };
+        let status = match rest.await {
+            Ok(r) => r,
+            Err(e) => {
+                bound.remove_socket();
+                return Err(e);
+            }
+        };
+        let engine = tokio::task::spawn_blocking({
+            let config = config.clone();
+            move || start_engine(&config, parts, opened)
+        })
+        .await
+        .map_err(|e| DaemonError::Start(e.to_string()))?;
         Ok(Daemon {
             engine,
             bound,

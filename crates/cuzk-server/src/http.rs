@@ -71,6 +71,8 @@ pub struct JobsJson {
     pub completed: u64,
     pub failed: u64,
     pub cancelled: u64,
+    /// Journaled jobs still to restore after the start (null: restored).
+    pub restoring: Option<usize>,
 }
 
 #[derive(Debug, Serialize)]
@@ -180,6 +182,7 @@ impl From<&EngineStatus> for StatusJson {
                 completed: s.completed,
                 failed: s.failed,
                 cancelled: s.cancelled,
+                restoring: s.restoring_jobs,
             },
             queues: s
                 .queues

@@ -24,6 +24,6 @@ pub mod tls;
 
 pub use client::{connect, connect_with, Client, ClientOptions};
 pub use config::Config;
-pub use daemon::{Daemon, DaemonError};
+pub use daemon::{runtime, Daemon, DaemonError};
 pub use listen::ListenAddr;
 pub use service::ProvingService;

@@ -86,6 +86,17 @@ impl Bound {
         }
     }
 
+    /// Removes a unix socket's path (a start that failed after binding
+    /// leaves none behind). The path is still this listener's: while it
+    /// is bound, connecting succeeds, so no other daemon takes it over.
+    pub fn remove_socket(&self) {
+        if let Bound::Unix(_, p) = self {
+            if let Err(e) = std::fs::remove_file(p) {
+                tracing::warn!(socket = %p.display(), "cannot remove the socket: {e}");
+            }
+        }
+    }
+
     /// The TCP address bound (`None` for a unix socket).
     pub fn tcp_addr(&self) -> Option<SocketAddr> {
         match self {

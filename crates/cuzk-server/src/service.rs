@@ -183,6 +183,8 @@ impl ProvingEngine for ProvingService {
             uptime_seconds: s.uptime.as_secs(),
             pinned_memory_bytes: 0,
             pinned_memory_limit_bytes: 0,
+            restoring: s.restoring_jobs.is_some(),
+            restoring_jobs: s.restoring_jobs.unwrap_or(0) as u64,
             constraint_systems: s
                 .constraint_systems
                 .iter()

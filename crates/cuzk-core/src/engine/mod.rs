@@ -84,6 +84,9 @@ pub enum SubmitError {
     /// The job could not be written to the journal, so it was not accepted.
     #[error("the job journal cannot record the job: {0}")]
     Journal(String),
+    /// The journal's disk is down to the space kept for PoSt.
+    #[error("{0}")]
+    DiskFull(String),
     /// Every prover device failed and is out of service.
     #[error("no prover device is in service ({0}); restart the daemon once the devices are back")]
     NoDevice(String),
@@ -99,6 +102,12 @@ pub enum JobError {
         job_id: String,
         status: &'static str,
     },
+    /// The daemon stops before the job came back from its journal.
+    #[error(
+        "job {0:?} is journaled and was not restored before the daemon began to stop; \
+         it resumes after the restart: await it again then"
+    )]
+    NotRestored(String),
 }
 
 /// A job accepted (or found again) by submit.
@@ -171,6 +180,9 @@ pub(crate) struct State {
     /// Admissions under way, with or without a request id (counted
     /// against `Inner::max_jobs`).
     admissions: usize,
+    /// While journaled jobs are being restored ([`Engine::start_restoring`]):
+    /// how many are left (their ids are in `admitting` until then).
+    restoring: Option<usize>,
     next_seq: u64,
     accepting: bool,
     stopping: bool,
@@ -193,6 +205,7 @@ impl State {
             out_of_service: vec![None; backends],
             admitting: Default::default(),
             admissions: 0,
+            restoring: None,
             next_seq: 0,
             accepting: true,
             stopping: false,
@@ -276,6 +289,8 @@ pub struct EngineStatus {
     pub ready_partitions: u32,
     /// Partitions whose synthesis waits for memory.
     pub waiting_for_memory: u32,
+    /// Journaled jobs still to restore after a start (`None`: restored).
+    pub restoring_jobs: Option<usize>,
     pub completed: u64,
     pub failed: u64,
     pub cancelled: u64,
@@ -394,15 +409,41 @@ impl Engine {
         self.inner.lock().jobs.get(job_id).cloned()
     }
 
+    /// The job `job_id`, or None while it is being admitted or is still
+    /// to restore from the journal.
+    fn job_or_coming(&self, job_id: &str) -> Result<Option<Arc<Job>>, JobError> {
+        let st = self.inner.lock();
+        if let Some(job) = st.jobs.get(job_id) {
+            return Ok(Some(job.clone()));
+        }
+        if !st.admitting.contains(job_id) {
+            return Err(JobError::NotFound(job_id.to_string()));
+        }
+        if !st.accepting {
+            return Err(JobError::NotRestored(job_id.to_string()));
+        }
+        Ok(None)
+    }
+
     /// Waits for a job to end, or for `timeout` to pass (None: no limit).
+    /// A job being admitted, or still to restore from the journal after a
+    /// start, is waited for.
     pub async fn await_job(
         &self,
         job_id: &str,
         timeout: Option<Duration>,
     ) -> Result<AwaitOutcome, JobError> {
-        let job = self
-            .job(job_id)
-            .ok_or_else(|| JobError::NotFound(job_id.to_string()))?;
+        let started = tokio::time::Instant::now();
+        let job = loop {
+            if let Some(job) = self.job_or_coming(job_id)? {
+                break job;
+            }
+            if timeout.is_some_and(|t| started.elapsed() >= t) {
+                return Ok(AwaitOutcome::Timeout);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let timeout = timeout.map(|t| t.saturating_sub(started.elapsed()));
         let mut rx = job.phase.subscribe();
         let wait = async {
             // The job owns the sender, and `job` is held here: the channel
@@ -485,6 +526,7 @@ impl Engine {
         let (ready_partitions, completed, failed, cancelled) =
             (st.ready.len() as u32, st.completed, st.failed, st.cancelled);
         let waiting_for_memory = st.mem_waiters.len() as u32;
+        let restoring_jobs = st.restoring;
         // The SRS table may read file headers: not under the state lock.
         drop(st);
         EngineStatus {
@@ -503,6 +545,7 @@ impl Engine {
             prover_workers,
             ready_partitions,
             waiting_for_memory,
+            restoring_jobs,
             completed,
             failed,
             cancelled,

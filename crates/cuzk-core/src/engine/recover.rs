@@ -1,14 +1,17 @@
 //! Starting an engine on a journal: the jobs of the previous run come back.
 //!
 //! Finished jobs (within `engine.job_retention`) return to the table as they
-//! ended, so `AwaitProof` answers them and a resubmit of a completed request
-//! returns the same proof without proving. Unfinished jobs are checked again
-//! from their journaled requests and queued under their old ids and
-//! sequence numbers, most urgent first (WinningPoSt before everything), so
-//! the first is proving while the rest are still being decoded. A job whose
-//! request cannot be read back, or no longer passes its checks, or whose
-//! deadline (counted from its first submission) has passed, ends `Failed`
-//! with the reason. The requests left by journals set aside as damaged are
+//! ended, before the engine serves, so `AwaitProof` answers them and a
+//! resubmit of a completed request returns the same proof without proving.
+//! Unfinished jobs are checked again from their journaled requests and
+//! queued under their old ids and sequence numbers by a thread of their
+//! own, most urgent first (WinningPoSt before everything), while the
+//! engine serves: status and new requests are answered at once, a submit
+//! or an await of a job not yet restored waits for it, and the first job
+//! is proving while the rest are still being decoded. A job whose request
+//! cannot be read back, or no longer passes its checks, or whose deadline
+//! (counted from its first submission) has passed, ends `Failed` with the
+//! reason. The requests left by journals set aside as damaged are then
 //! submitted again as new jobs (past `engine.max_queued_jobs`), and those
 //! that cannot be yet stay for the next start.
 
@@ -26,9 +29,24 @@ use crate::kinds::ProofType;
 use crate::request::{request_digest, RequestError};
 
 impl Engine {
-    /// Starts the engine with the journal `opened`, restoring its jobs.
-    /// Blocking (it reads and checks every unfinished job's request).
+    /// Starts the engine with the journal `opened` and restores its jobs
+    /// before returning (as [`Engine::start_restoring`], then
+    /// [`Engine::wait_restored`]). Blocking.
     pub fn start_journaled(config: EngineConfig, parts: EngineParts, opened: Opened) -> Engine {
+        let engine = Engine::start_restoring(config, parts, opened);
+        engine.wait_restored();
+        engine
+    }
+
+    /// Starts the engine with the journal `opened`: its finished jobs are
+    /// in the table when this returns, its unfinished ones are restored by
+    /// a thread of their own (most urgent first), then the set-aside
+    /// payloads salvaged. Meanwhile the engine serves: new requests are
+    /// admitted (the jobs still to restore count against
+    /// `engine.max_queued_jobs`), while a submit or an [`Engine::await_job`]
+    /// of a job still to restore waits for it. Blocking only for the
+    /// finished rows (no request is decoded).
+    pub fn start_restoring(config: EngineConfig, parts: EngineParts, opened: Opened) -> Engine {
         let Opened {
             journal,
             entries,
@@ -36,14 +54,38 @@ impl Engine {
             ..
         } = opened;
         let engine = Engine::start_inner(config, parts, Some(journal));
-        engine.restore(entries);
-        engine.salvage(&salvage);
+        let pending = engine.restore_finished(entries);
+        let e = engine.clone();
+        let (p, paths) = (pending.clone(), salvage.clone());
+        let spawned = std::thread::Builder::new()
+            .name("cuzk-restore".into())
+            .spawn(move || e.restore_pending(p, &paths));
+        if let Err(err) = spawned {
+            warn!("no thread to restore journaled jobs with ({err}): restoring them first");
+            engine.restore_pending(pending, &salvage);
+        }
         engine
     }
 
-    fn restore(&self, entries: Vec<Entry>) {
+    /// Waits until every journaled job is restored and the set-aside
+    /// payloads are salvaged ([`Engine::start_restoring`]).
+    pub fn wait_restored(&self) {
+        let mut st = self.inner.lock();
+        while st.restoring.is_some() {
+            st = self
+                .inner
+                .admit_cv
+                .wait(st)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Puts the finished jobs back, takes the sequence numbers past the
+    /// journal's, and marks the unfinished ones as being restored (their
+    /// ids as being admitted); returns them, most urgent first, then in
+    /// submission order.
+    fn restore_finished(&self, entries: Vec<Entry>) -> Vec<Entry> {
         let next = entries.iter().map(|e| e.seq + 1).max().unwrap_or(0);
-        self.inner.lock().next_seq = next;
         let (mut pending, finished): (Vec<Entry>, Vec<Entry>) = entries
             .into_iter()
             .partition(|e| e.state == EntryState::Queued);
@@ -61,13 +103,55 @@ impl Engine {
             };
             self.restore_ended(&e, outcome, "finished");
         }
-        // Most urgent first, then in submission order.
         pending.sort_by_key(|e| (std::cmp::Reverse(e.priority), e.seq));
-        let requeued = pending.len();
+        let mut st = self.inner.lock();
+        st.next_seq = next;
+        st.restoring = Some(pending.len());
+        st.admitting
+            .extend(pending.iter().map(|e| e.job_id.clone()));
+        drop(st);
+        info!(
+            restored,
+            to_requeue = pending.len(),
+            "finished jobs recovered from the journal; unfinished ones being restored"
+        );
+        pending
+    }
+
+    /// Restores the unfinished jobs, salvages the set-aside payloads, and
+    /// marks the restoration done (nothing waits for it any more).
+    fn restore_pending(&self, pending: Vec<Entry>, salvage: &[PathBuf]) {
+        self.requeue_all(pending);
+        self.salvage(salvage);
+        self.inner.lock().restoring = None;
+        self.inner.admit_cv.notify_all();
+    }
+
+    /// Queues the unfinished jobs again, one by one, until the engine
+    /// stops (those left stay journaled for the next start).
+    fn requeue_all(&self, pending: Vec<Entry>) {
+        let total = pending.len();
+        let mut requeued = 0;
         for e in pending {
+            if !self.inner.lock().accepting {
+                warn!(
+                    left = total - requeued,
+                    "stopping while restoring journaled jobs: the rest stay journaled"
+                );
+                return;
+            }
+            let id = e.job_id.clone();
             self.requeue(e);
+            let mut st = self.inner.lock();
+            st.admitting.remove(&id);
+            if let Some(left) = st.restoring.as_mut() {
+                *left = left.saturating_sub(1);
+            }
+            drop(st);
+            self.inner.admit_cv.notify_all();
+            requeued += 1;
         }
-        info!(restored, requeued, "jobs recovered from the journal");
+        info!(requeued, "unfinished jobs restored from the journal");
     }
 
     /// Puts back a job that ended (before the restart, or now because it
@@ -130,6 +214,10 @@ impl Engine {
             return;
         }
         let mut st = self.inner.lock();
+        if !st.accepting {
+            // Stopping: it stays journaled for the next start.
+            return;
+        }
         st.synth_queue.insert(job_key(&job), job.clone());
         st.jobs.insert(job.id.clone(), job.clone());
         drop(st);

@@ -18,6 +18,7 @@ use tracing::{info, warn};
 use super::Submission;
 use super::{end_job, job_key, prune_finished, queue_position, Engine, State, SubmitError};
 use crate::job::{Job, JobStatus};
+use crate::journal::JournalError;
 use crate::kinds::{Priority, ProofKind};
 use crate::request::digest::short_hex;
 use crate::request::{request_digest, ProofRequest, RawRequest, RequestDigest, RequestError};
@@ -173,6 +174,7 @@ impl Engine {
                 SubmitError::ShuttingDown => "shutting_down",
                 SubmitError::QueueFull { .. } => "queue_full",
                 SubmitError::Journal(_) => "journal",
+                SubmitError::DiskFull(_) => "disk_full",
                 SubmitError::NoDevice(_) => "no_device",
             };
             self.inner.metrics.rejected(reason);
@@ -276,9 +278,12 @@ impl Engine {
         };
         j.journal
             .submitted(&super::journaling::entry(job), raw)
-            .map_err(|e| {
-                self.inner.metrics.journal_error("submitted");
-                SubmitError::Journal(e.to_string())
+            .map_err(|e| match e {
+                JournalError::DiskFull { .. } => SubmitError::DiskFull(e.to_string()),
+                e => {
+                    self.inner.metrics.journal_error("submitted");
+                    SubmitError::Journal(e.to_string())
+                }
             })?;
         j.maybe_prune(self.inner.config.job_retention);
         Ok(true)
@@ -321,7 +326,9 @@ impl Engine {
         let max = self.inner.max_jobs;
         let unfinished = st.jobs.values().filter(|j| j.outcome().is_none()).count();
         let limited = limit == Limit::Apply && request.priority != Priority::Critical;
-        if limited && unfinished + st.admissions >= max {
+        // The jobs still to restore from the journal count already.
+        let coming = st.restoring.unwrap_or(0);
+        if limited && unfinished + st.admissions + coming >= max {
             return Err(SubmitError::QueueFull { limit: max });
         }
         st.next_seq += 1;
