@@ -409,14 +409,15 @@ impl Engine {
         self.inner.lock().jobs.get(job_id).cloned()
     }
 
-    /// The job `job_id`, or None while it is being admitted or is still
-    /// to restore from the journal.
+    /// The job `job_id`, or None while it is being admitted or may still
+    /// come back from the journal (restored, or salvaged from a set-aside
+    /// one: until the restoration ends, an unknown id may be one of those).
     fn job_or_coming(&self, job_id: &str) -> Result<Option<Arc<Job>>, JobError> {
         let st = self.inner.lock();
         if let Some(job) = st.jobs.get(job_id) {
             return Ok(Some(job.clone()));
         }
-        if !st.admitting.contains(job_id) {
+        if !st.admitting.contains(job_id) && st.restoring.is_none() {
             return Err(JobError::NotFound(job_id.to_string()));
         }
         if !st.accepting {

@@ -15,6 +15,7 @@
 //! submitted again as new jobs (past `engine.max_queued_jobs`), and those
 //! that cannot be yet stay for the next start.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -120,9 +121,12 @@ impl Engine {
 
     /// Restores the unfinished jobs, salvages the set-aside payloads, and
     /// marks the restoration done (nothing waits for it any more).
+    /// (A panic in the salvage is logged; the restoration still ends.)
     fn restore_pending(&self, pending: Vec<Entry>, salvage: &[PathBuf]) {
         self.requeue_all(pending);
-        self.salvage(salvage);
+        if catch_unwind(AssertUnwindSafe(|| self.salvage(salvage))).is_err() {
+            warn!("salvaging set-aside payloads panicked; those left stay for the next start");
+        }
         self.inner.lock().restoring = None;
         self.inner.admit_cv.notify_all();
     }
@@ -141,7 +145,10 @@ impl Engine {
                 return;
             }
             let id = e.job_id.clone();
-            self.requeue(e);
+            // A panic fails this job alone: its id is never left waiting.
+            if catch_unwind(AssertUnwindSafe(|| self.requeue(e.clone()))).is_err() {
+                self.fail_recovery(&e, "restoring it panicked (see the log)".into());
+            }
             let mut st = self.inner.lock();
             st.admitting.remove(&id);
             if let Some(left) = st.restoring.as_mut() {
