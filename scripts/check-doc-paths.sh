@@ -13,6 +13,9 @@ docs=("$@")
 [ ${#docs[@]} -eq 0 ] && docs=(ARCHITECTURE.md README.md docs/PERF.md crates/*/README.md)
 files=$(git ls-files)
 dirs=$(printf '%s\n' "$files" | sed -n 's|/[^/]*$||p' | sort -u)
+# Searched with a here-string: `printf | grep -q` under pipefail fails when
+# grep stops reading early (printf gets SIGPIPE), a false "missing".
+known=$(printf '%s\n' "$files" "$dirs")
 # Made at run time: the journal's payload directory in the state dir, the
 # fixture cache's synthetic sectors, porep32.sh's log directory.
 runtime='^(payloads/|fixtures-2KiB/synthetic|LOGDIR/.*)$'
@@ -25,7 +28,7 @@ for doc in "${docs[@]}"; do
     grep -vE '^(\.|https?:|/)' | grep -vE "$runtime" | sort -u |
     while read -r p; do
       t=${p%/}
-      if [ -e "$t" ] || printf '%s\n' "$files" "$dirs" | grep -qE "(^|/)${t//./\\.}$"; then
+      if [ -e "$t" ] || grep -qE "(^|/)${t//./\\.}$" <<< "$known"; then
         continue
       fi
       echo "$doc: \`$p\` names no file or directory"
