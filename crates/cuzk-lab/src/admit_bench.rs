@@ -1,21 +1,29 @@
 //! `cuzk-lab admit-bench`: how long a WinningPoSt's `SubmitProof` takes
-//! while large PoRep submits are being checked and journaled, side by side
-//! with the same submit alone, through a daemon started in this process with
-//! its journal on (the journal write of a request happens outside any lock
-//! another submit waits for).
+//! while large PoRep submits are being received, checked and journaled,
+//! side by side with the same submit alone, through a daemon started in
+//! this process with its journal on (the journal write of a request
+//! happens outside any lock another submit waits for).
 //!
 //! The large requests are synthetic PoRep C1 outputs of `--sector-size`
 //! (made locally, inputs only; `--pad-to` pads their JSON with trailing
-//! whitespace, which every decoder reads like the rest); the WinningPoSt is the 2 KiB fixtures' (made
-//! by `cuzk-bench gen-fixtures`). Their parameter files are empty
-//! placeholders in a private parameter directory — the submit checks only
-//! that they exist — so the jobs are accepted and journaled and then fail
-//! at once when the engine reads their parameters: only admission is
-//! measured. The daemon runs on a runtime of its own, as cuzk-daemon does.
-//! Ends with `admit-bench big=N big_bytes=B rounds=R connection=shared|own
+//! whitespace, which every decoder reads like the rest); the WinningPoSt is
+//! the 2 KiB fixtures' (made by `cuzk-bench gen-fixtures`). Their parameter
+//! files are empty placeholders in a private parameter directory — the
+//! submit checks only that they exist — so the jobs are accepted and
+//! journaled and then fail when the engine reads their parameters: only
+//! admission is measured. The daemon runs on a runtime of its own, as
+//! cuzk-daemon does; the large requests are sent over one connection from
+//! a runtime with a thread each (their encoding never holds up the
+//! WinningPoSt's task), and the WinningPoSt over the same connection (or
+//! `--own-connection`, opened before the first round) once the daemon
+//! journals one of them, or `--send-after-ms` after they start. A round
+//! counts only if a large submit was still in flight when the WinningPoSt
+//! returned. Ends with `admit-bench big=N big_bytes=B sector_size=S
+//! rounds=R beside=K connection=shared|own sent=at_journal|after_Nms
 //! winning_alone_ms_p50=.. winning_loaded_ms_p50=.. winning_loaded_ms_max=..
 //! loaded_vs_alone=..`.
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -35,6 +43,10 @@ pub struct Options {
     /// Submit the WinningPoSt beside the large requests over a connection
     /// of its own, not the one they share.
     pub own_connection: bool,
+    /// Send the WinningPoSt this long after the large requests were
+    /// started (while they are still being received) instead of once the
+    /// daemon journals one of them.
+    pub send_after: Option<Duration>,
 }
 
 pub async fn run(opts: Options) -> Result<()> {
@@ -99,7 +111,27 @@ pub async fn run(opts: Options) -> Result<()> {
         })
     });
     let addr = addr_rx.await.context("the daemon did not start")?;
-    let mut client = cuzk_server::connect(&addr).await?;
+    // The large requests are sent from a runtime with a thread each, as a
+    // client with a thread per request in flight (Go's scheduler) sends
+    // them: their encoding does not hold up the WinningPoSt's task, which
+    // runs on this runtime.
+    let senders = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(opts.big + 1)
+        .enable_all()
+        .build()?;
+    let shared = {
+        let addr = addr.clone();
+        senders
+            .spawn(async move { cuzk_server::connect(&addr).await })
+            .await??
+    };
+    // The WinningPoSt's client: the shared connection, or one of its own
+    // opened now (not while the large requests are on their way).
+    let mut winning_client = match opts.own_connection {
+        true => cuzk_server::connect(&addr).await?,
+        false => shared.clone(),
+    };
+    let payloads = work.path().join("state").join("payloads");
 
     let big_bytes = porep.vanilla_proof.len();
     eprintln!(
@@ -109,38 +141,42 @@ pub async fn run(opts: Options) -> Result<()> {
     let mut alone = Vec::new();
     let mut loaded = Vec::new();
     for round in 0..opts.rounds {
-        let ms = timed_submit(&mut client, &winning, &format!("alone-{round}")).await?;
-        alone.push(ms);
+        alone.push(timed_submit(&mut winning_client, &winning, &format!("alone-{round}")).await?);
+        let before = files_in(&payloads);
         let mut bigs = Vec::new();
         for i in 0..opts.big {
-            let mut c = client.clone();
+            let mut c = shared.clone();
             let mut r = porep.clone();
             r.request_id = format!("big-{round}-{i}");
-            bigs.push(tokio::spawn(async move {
-                c.submit_proof(submit_request(r)).await.map(|_| ())
-            }));
+            bigs.push(
+                senders.spawn(async move { c.submit_proof(submit_request(r)).await.map(|_| ()) }),
+            );
         }
-        // The large requests are on their way (their bytes take a while
-        // to arrive, be decoded and be written).
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let mut own = match opts.own_connection {
-            true => Some(cuzk_server::connect(&addr).await?),
-            false => None,
-        };
-        let c = own.as_mut().unwrap_or(&mut client);
-        let ms = timed_submit(c, &winning, &format!("loaded-{round}")).await?;
-        let mut pending = 0;
-        for b in &bigs {
-            pending += usize::from(!b.is_finished());
+        // Sent once the daemon is journaling one of them: they have been
+        // received, digested and decoded (or are being), and are being
+        // admitted beside it.
+        match opts.send_after {
+            Some(d) => tokio::time::sleep(d).await,
+            None => wait_for_new_file(&payloads, &before, &bigs).await?,
         }
-        loaded.push(ms);
+        let ms = timed_submit(&mut winning_client, &winning, &format!("loaded-{round}")).await?;
+        let pending = bigs.iter().filter(|b| !b.is_finished()).count();
         for b in bigs {
             b.await?.context("a large PoRep submit")?;
         }
         eprintln!(
-            "round {round}: WinningPoSt alone {:.1} ms, beside {} PoRep submits ({pending} still in flight when it returned) {:.1} ms",
-            alone[round], opts.big, ms
+            "round {round}: WinningPoSt alone {:.1} ms, beside {} PoRep submits ({pending} still in flight when it returned) {ms:.1} ms",
+            alone[round], opts.big
         );
+        // A round the large submits had all ended before the WinningPoSt
+        // did measures nothing beside them.
+        if pending > 0 {
+            loaded.push(ms);
+        }
+    }
+    senders.shutdown_background();
+    if loaded.is_empty() {
+        bail!("in no round was a large submit still in flight when the WinningPoSt returned");
     }
     let _ = stop_tx.send(());
     tokio::task::spawn_blocking(move || server.join())
@@ -153,12 +189,17 @@ pub async fn run(opts: Options) -> Result<()> {
     };
     let max = loaded.iter().copied().fold(0.0, f64::max);
     println!(
-        "admit-bench big={} big_bytes={big_bytes} sector_size={} rounds={} connection={} winning_alone_ms_p50={:.1} \
+        "admit-bench big={} big_bytes={big_bytes} sector_size={} rounds={} beside={} connection={} sent={} winning_alone_ms_p50={:.1} \
          winning_loaded_ms_p50={:.1} winning_loaded_ms_max={max:.1} loaded_vs_alone={:.2}",
         opts.big,
         opts.size,
         opts.rounds,
+        loaded.len(),
         if opts.own_connection { "own" } else { "shared" },
+        match opts.send_after {
+            Some(d) => format!("after_{}ms", d.as_millis()),
+            None => "at_journal".into(),
+        },
         p50(&alone),
         p50(&loaded),
         p50(&loaded) / p50(&alone).max(0.001)
@@ -176,6 +217,34 @@ async fn timed_submit(client: &mut Client, r: &RawRequest, id: &str) -> Result<f
         .await
         .with_context(|| format!("submit {id}"))?;
     Ok(t.elapsed().as_secs_f64() * 1e3)
+}
+
+/// The names of the files in `dir` (none when it does not exist yet).
+fn files_in(dir: &Path) -> HashSet<std::ffi::OsString> {
+    std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default()
+}
+
+/// Waits until `dir` holds a file not in `before` (a payload being
+/// written: `<seq>.tmp`, then `<seq>.req`); an error if every large submit
+/// ends first or a minute passes.
+async fn wait_for_new_file(
+    dir: &Path,
+    before: &HashSet<std::ffi::OsString>,
+    bigs: &[tokio::task::JoinHandle<Result<(), tonic::Status>>],
+) -> Result<()> {
+    let t = Instant::now();
+    while files_in(dir).is_subset(before) {
+        if bigs.iter().all(|b| b.is_finished()) {
+            bail!("the large submits ended before the daemon journaled one (a failed submit?)");
+        }
+        if t.elapsed() > Duration::from_secs(60) {
+            bail!("no large submit reached the journal in a minute");
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    Ok(())
 }
 
 /// Links every file of the fixtures' parameter directory into `to`.

@@ -137,6 +137,11 @@ enum Command {
         /// client such as Curio uses).
         #[arg(long)]
         own_connection: bool,
+        /// Send the WinningPoSt this many milliseconds after the large
+        /// requests were started (while the daemon still receives them);
+        /// default: once the daemon journals one of them.
+        #[arg(long)]
+        send_after_ms: Option<u64>,
     },
     /// Today's synthesis and the compiled-constraint-system path side by
     /// side on one partition (each in its own process): wall ms, CPU
@@ -465,12 +470,14 @@ fn main() -> Result<()> {
             sector_size,
             pad_to,
             own_connection,
+            send_after_ms,
         } => runtime.block_on(admit_bench::run(admit_bench::Options {
             big,
             rounds,
             size: sector_size,
             pad_to: pad_to.map(|b| b.as_u64() as usize),
             own_connection,
+            send_after: send_after_ms.map(std::time::Duration::from_millis),
         })),
         Command::SynthBench {
             kind,
