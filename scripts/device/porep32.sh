@@ -38,6 +38,9 @@
 # goes on, so a hung daemon cannot spend a whole device session.
 # nvidia-smi samples GPU use and memory every 250 ms into smi-*.csv; the
 # daemon's GetStatus (busy seconds per device) is written after each run.
+# The parameters' fixed-base products run on the GPU (`gen-params --gpu`)
+# once a 2 KiB PoRep's files made that way equal the CPU's (else on the
+# CPUs; steps.txt says which).
 # $WAIT_FOR names a file to wait for before the first daemon starts.
 # $TUNING adds a [gpus.tuning] section to every daemon configuration
 # (e.g. TUNING="trace_msm = true"). It takes longer than one device call:
@@ -123,11 +126,26 @@ for cfg in ${CONFIGS:-device host}; do
     wpost) [ -n "${RECORDING[window-post]:-}" ] || early_record window-post ;;
   esac
 done
+# The parameters' fixed-base products on the GPU (`gen-params --gpu`) when
+# this build has them and they give the CPU's bytes for the 2 KiB PoRep
+# (`cmp`; each chunk's first product is also checked as it goes); on the
+# CPUs otherwise.
+GPU_PARAMS=""
+step gpu-params-check
+if "$B" gen-params --kind porep --sector-size 2KiB --dir "$L/gp-cpu" --force > "$L/gp-check.log" 2>&1 &&
+  $TIME "$B" gen-params --kind porep --sector-size 2KiB --dir "$L/gp-gpu" --force --gpu >> "$L/gp-check.log" 2>&1 &&
+  diff -r -q "$L/gp-cpu" "$L/gp-gpu" >> "$L/gp-check.log" 2>&1; then
+  GPU_PARAMS=--gpu
+  step "gpu-params-check: the same bytes; parameters on the GPU"
+else
+  step "gpu-params-check FAILED (see gp-check.log): parameters on the CPUs"
+fi
+rm -rf "$L/gp-cpu" "$L/gp-gpu"
 step params-winning
-$TIME "$B" gen-params --kind winning-post --sector-size 32GiB > "$L/params-winning.log" 2>&1
+$TIME "$B" gen-params --kind winning-post --sector-size 32GiB $GPU_PARAMS > "$L/params-winning.log" 2>&1
 if [ -n "$POREP" ]; then
   step params-porep
-  $TIME "$B" gen-params --kind porep --sector-size 32GiB > "$L/params-porep.log" 2>&1
+  $TIME "$B" gen-params --kind porep --sector-size 32GiB $GPU_PARAMS > "$L/params-porep.log" 2>&1
   wait "$REC"
   step "recorded: $(grep -o 'wall_ms[^,]*' "$L/record.log" | head -1)"
 fi
@@ -234,7 +252,7 @@ big_prep() {
   # The matrices from that recording: the blank circuit's two synthesis
   # passes took most of WindowPoSt's >17 min of parameters (2026-12-03).
   step "params-$kind"
-  $TIME "$B" gen-params --kind "$kind" --sector-size 32GiB $from > "$L/params-$kind.log" 2>&1 ||
+  $TIME "$B" gen-params --kind "$kind" --sector-size 32GiB $from ${GPU_PARAMS:-} > "$L/params-$kind.log" 2>&1 ||
     { step "params-$kind FAILED: $(grep -i error "$L/params-$kind.log" | tail -1)"; return 1; }
   df -h / | tail -1 >> "$L/machine.txt"
 }

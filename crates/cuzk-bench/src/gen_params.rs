@@ -6,7 +6,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use cuzk_setup::{generate_filecoin_from, time_bellperson, FilecoinCircuit, GeneratedFiles};
+use cuzk_setup::{
+    generate_filecoin_from, time_bellperson, Accelerator, FilecoinCircuit, GeneratedFiles,
+};
 
 /// The circuits of `size` named by `kind` (`all` or a proof kind).
 pub fn circuits(size: cuzk_fixtures::SectorSize, kind: &str) -> Result<Vec<FilecoinCircuit>> {
@@ -37,6 +39,8 @@ pub struct How {
     pub compare: bool,
     /// Matrices from the recorded constraint system ([`recorded_system`]).
     pub recorded: bool,
+    /// The fixed-base products on this CUDA device.
+    pub gpu: Option<usize>,
 }
 
 /// The shape name the daemon keeps `circuit`'s recorded system under.
@@ -68,6 +72,8 @@ pub fn run(circuits: &[FilecoinCircuit], dir: &Path, how: How) -> Result<()> {
     eprintln!(
         "WARNING: these Groth16 parameters are INSECURE (seeded toxic waste), for local testing only."
     );
+    let accel = how.gpu.map(crate::gpu_products::on_device).transpose()?;
+    let accel = accel.as_deref();
     for &circuit in circuits {
         let seed = how
             .seed
@@ -80,8 +86,8 @@ pub fn run(circuits: &[FilecoinCircuit], dir: &Path, how: How) -> Result<()> {
         };
         let t = Instant::now();
         let out = match &recorded {
-            Some(cs) => generate_checked(circuit, cs, dir, seed)?,
-            None => generate_with_bar(circuit, None, dir, seed, force)?,
+            Some(cs) => generate_checked(circuit, cs, dir, seed, accel)?,
+            None => generate_with_bar(circuit, None, dir, seed, force, accel)?,
         };
         let wall = t.elapsed();
         let Some(st) = out.stats else {
@@ -144,10 +150,11 @@ fn generate_checked(
     cs: &cuzk_r1cs::CompiledCs,
     dir: &Path,
     seed: u64,
+    accel: Option<&dyn Accelerator>,
 ) -> Result<GeneratedFiles> {
     let (out, counted) = std::thread::scope(|s| {
         let count = s.spawn(|| circuit.shape());
-        let out = generate_with_bar(circuit, Some(cs), dir, seed, true);
+        let out = generate_with_bar(circuit, Some(cs), dir, seed, true, accel);
         (out, count.join())
     });
     let out = out?;
@@ -175,6 +182,7 @@ fn generate_with_bar(
     dir: &Path,
     seed: u64,
     force: bool,
+    accel: Option<&dyn Accelerator>,
 ) -> Result<GeneratedFiles> {
     let first = match recorded {
         Some(_) => "reading the recorded constraint system",
@@ -182,19 +190,27 @@ fn generate_with_bar(
     };
     let spinner = crate::progress::spinner(format!("{circuit}: {first}"));
     let bar = std::sync::Mutex::new(None::<indicatif::ProgressBar>);
-    let out = generate_filecoin_from(circuit, recorded, dir, seed, force, &|p| {
-        if p.points_total == 0 {
-            spinner.set_message(format!("{circuit}: {}", p.stage));
-            return;
-        }
-        let mut bar = bar.lock().unwrap_or_else(|e| e.into_inner());
-        let bar = bar.get_or_insert_with(|| {
-            spinner.finish_and_clear();
-            crate::progress::bar(p.points_total)
-        });
-        bar.set_message(format!("{circuit}: {}", p.stage));
-        bar.set_position(p.points_done);
-    });
+    let out = generate_filecoin_from(
+        circuit,
+        recorded,
+        dir,
+        seed,
+        force,
+        &|p| {
+            if p.points_total == 0 {
+                spinner.set_message(format!("{circuit}: {}", p.stage));
+                return;
+            }
+            let mut bar = bar.lock().unwrap_or_else(|e| e.into_inner());
+            let bar = bar.get_or_insert_with(|| {
+                spinner.finish_and_clear();
+                crate::progress::bar(p.points_total)
+            });
+            bar.set_message(format!("{circuit}: {}", p.stage));
+            bar.set_position(p.points_done);
+        },
+        accel,
+    );
     spinner.finish_and_clear();
     if let Some(bar) = bar.into_inner().unwrap_or_else(|e| e.into_inner()) {
         bar.finish_and_clear();

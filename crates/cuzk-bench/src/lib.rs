@@ -5,12 +5,13 @@
 //! [`select`] resolves the fixture flags, [`commands`] makes fixtures and
 //! talks to a daemon (single, batch, status, metrics), [`demo`] is the
 //! end-to-end demo, [`gen_params`] the fast insecure parameter generator's
-//! command, [`remote`] holds `--token-file` / `--tls-ca`, [`progress`] the
+//! command (its fixed-base products on a GPU with [`gpu_products`]), [`remote`] holds `--token-file` / `--tls-ca`, [`progress`] the
 //! progress bars, [`init_logging`] the tools' log set-up.
 
 pub mod commands;
 pub mod demo;
 pub mod gen_params;
+pub mod gpu_products;
 pub mod progress;
 pub mod remote;
 pub mod select;

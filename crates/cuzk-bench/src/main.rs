@@ -85,6 +85,12 @@ enum Command {
         /// blank circuit twice; an error when none is there.
         #[arg(long)]
         recorded: bool,
+        /// Compute the fixed-base products (nearly all the work) on this
+        /// CUDA device (`--gpu` alone: device 0); the same bytes, each
+        /// chunk's first product checked against the CPU. Needs a build
+        /// with `--features cuda`.
+        #[arg(long, num_args = 0..=1, default_missing_value = "0")]
+        gpu: Option<usize>,
     },
     /// Prove one request of a kind from the fixtures through a running daemon.
     Single {
@@ -171,6 +177,7 @@ fn main() -> Result<()> {
             force,
             compare,
             recorded,
+            gpu,
         } => {
             let dir = dir.unwrap_or_else(|| cuzk_fixtures::default_params_dir(sector_size));
             let circuits = gen_params::circuits(sector_size, &kind)?;
@@ -179,6 +186,7 @@ fn main() -> Result<()> {
                 force,
                 compare,
                 recorded,
+                gpu,
             };
             gen_params::run(&circuits, &dir, how)
         }

@@ -13,8 +13,9 @@
 //! (scalar sources; streamed, shared and resident points) in
 //! `msm_entry.cuh`, the context's allocator in
 //! `dalloc.cuh`, host-to-device copies in `host_copy.cuh`, the settings
-//! (`[gpus.tuning]`) in `tuning.cuh`. Memory layouts are blst's, which are
-//! blstrs': `fr_t` is blst_fr (Montgomery, 4×u64 LE), an affine point is
+//! (`[gpus.tuning]`) in `tuning.cuh`; the fixed-base products of parameter
+//! generation (not the prover's) in `fixed_base.cuh`. Memory layouts are
+//! blst's, which are blstrs': `fr_t` is blst_fr (Montgomery, 4×u64 LE), an affine point is
 //! blst_p1_affine (Montgomery x, y; identity = all zero),
 //! `jacobian_t<fp_t>` is blst_p1.
 //!
@@ -708,3 +709,4 @@ RustError cuzk_cuda_host_unregister(const void* p)
 
 #include "h_stage.cuh"
 #include "abc_eval.cuh"
+#include "fixed_base.cuh"

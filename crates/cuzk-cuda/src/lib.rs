@@ -5,7 +5,9 @@
 //! the SRS on the device (`device_srs.rs`; on a small card the sections
 //! that fit, [`residency`], the others streamed from page-locked host
 //! memory, `pinned.rs`), the device contexts and their
-//! lock (`device.rs`), the backend's metrics ([`metrics`]).
+//! lock (`device.rs`), the backend's metrics ([`metrics`]); and, for
+//! parameter generation only, fixed-base products on a GPU
+//! (`fixed_base`, with the `cuda` feature).
 //!
 //! Per partition the GPU computes the H polynomial (sppark's NTT plus our
 //! pointwise kernels, on the half-root coset as the CPU backend does: six
@@ -33,6 +35,8 @@ mod device_srs;
 mod error;
 #[cfg(feature = "cuda")]
 mod ffi;
+#[cfg(feature = "cuda")]
+pub mod fixed_base;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 #[cfg(all(feature = "cuda", feature = "lab"))]
 pub mod lab;

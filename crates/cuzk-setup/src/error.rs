@@ -51,6 +51,10 @@ pub enum SetupError {
     /// A recorded constraint system could not be read or used.
     #[error("recorded constraint system: {0}")]
     Recorded(String),
+    /// The fixed-base products' [`Accelerator`](crate::Accelerator)
+    /// failed or computed a wrong product (nothing is written then).
+    #[error("fixed-base products on {name}: {message}")]
+    Accelerator { name: String, message: String },
     /// bellperson's generator failed (in [`crate::time_bellperson`]).
     #[error("bellperson's generator failed: {0}")]
     Bellperson(bellpepper_core::SynthesisError),

@@ -43,8 +43,9 @@ use storage_proofs_update::{
 
 use crate::counting::Shape;
 use crate::progress::{no_progress, Progress};
-use crate::stream::{generate_streaming, generate_streaming_from};
+use crate::stream::{generate_streaming_from, Blank};
 use crate::writer::remove_stale_temporaries;
+use crate::Accelerator;
 use crate::{cpu_time, generate, SetupError, SetupStats, ToxicWaste};
 use cuzk_r1cs::CompiledCs;
 
@@ -225,7 +226,7 @@ pub fn generate_filecoin_with(
     force: bool,
     progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<GeneratedFiles, SetupError> {
-    generate_filecoin_from(circuit, None, dir, seed, force, progress)
+    generate_filecoin_from(circuit, None, dir, seed, force, progress, None)
 }
 
 /// [`generate_filecoin_with`], the matrices read from `recorded` when
@@ -233,6 +234,7 @@ pub fn generate_filecoin_with(
 /// records for its shape), which spares the blank circuit's two synthesis
 /// passes ([`generate_streaming_from`]). Nothing here can tell a
 /// recording of another circuit: the caller picks it by its shape's key.
+/// The fixed-base products are computed by `accel` when given (a GPU).
 pub fn generate_filecoin_from(
     circuit: FilecoinCircuit,
     recorded: Option<&CompiledCs>,
@@ -240,6 +242,7 @@ pub fn generate_filecoin_from(
     seed: u64,
     force: bool,
     progress: &(dyn Fn(&Progress) + Sync),
+    accel: Option<&dyn Accelerator>,
 ) -> Result<GeneratedFiles, SetupError> {
     let (identifier, params, vk) = param_file_names(circuit, dir)?;
     if !force && is_complete(&params, &vk) {
@@ -267,14 +270,16 @@ pub fn generate_filecoin_from(
         params: &'a Path,
         vk: &'a Path,
         progress: &'a (dyn Fn(&Progress) + Sync),
+        accel: Option<&'a dyn Accelerator>,
     }
     impl Visitor for Gen<'_> {
         type Output = Result<SetupStats, SetupError>;
         fn visit<C: Circuit<Scalar>, F: Fn() -> C>(self, _: String, blank: F) -> Self::Output {
             let tw = ToxicWaste::random(&mut ChaCha20Rng::seed_from_u64(self.seed));
+            let (params, vk, progress, accel) = (self.params, self.vk, self.progress, self.accel);
             match self.recorded {
-                Some(cs) => generate_streaming_from(cs, &tw, self.params, self.vk, self.progress),
-                None => generate_streaming(blank, &tw, self.params, self.vk, self.progress),
+                Some(cs) => generate_streaming_from(cs, &tw, params, vk, progress, accel),
+                None => generate_streaming_from(&Blank(blank), &tw, params, vk, progress, accel),
             }
         }
     }
@@ -284,6 +289,7 @@ pub fn generate_filecoin_from(
         params: &params,
         vk: &vk,
         progress,
+        accel,
     };
     let stats = visit(circuit, gen)??;
     tracing::info!(

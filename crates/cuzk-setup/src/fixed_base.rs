@@ -85,6 +85,12 @@ impl<C: Curve> FixedBaseTable<C> {
         self.window
     }
 
+    /// The points, `points[j * 2^(window-1) + k] = (k + 1) * 2^(window j)
+    /// * base` (what an [`Accelerator`](crate::Accelerator) copies).
+    pub fn points(&self) -> &[C::Affine] {
+        &self.points
+    }
+
     /// Memory held by the table.
     pub fn bytes(&self) -> usize {
         std::mem::size_of_val(self.points.as_slice())

@@ -22,8 +22,10 @@
 //!   [`time_bellperson`] times bellperson's generator on the same circuit;
 //! * [`assembly`]: synthesis into flat QAP matrices and their evaluation at
 //!   `tau`; [`fixed_base`]: batched fixed-base scalar multiplication with
-//!   affine additions; [`curve`]: the G1/G2 view of blst it runs on.
+//!   affine additions; [`curve`]: the G1/G2 view of blst it runs on;
+//!   [`accelerator`]: the hook for those products off this CPU (a GPU).
 
+pub mod accelerator;
 pub mod assembly;
 pub mod counting;
 pub mod curve;
@@ -38,6 +40,7 @@ mod shape;
 pub mod stream;
 pub mod writer;
 
+pub use accelerator::Accelerator;
 pub use error::SetupError;
 pub use filecoin::{
     bellperson_params, generate_filecoin, generate_filecoin_from, generate_filecoin_with,
@@ -47,4 +50,4 @@ pub use filecoin::{
 pub use generate::{generate, generate_with, SetupStats, ToxicWaste};
 pub use progress::{cpu_time, no_progress, peak_rss, Progress, Stage};
 pub use shape::Shape;
-pub use stream::{generate_streaming, generate_streaming_from, Matrices};
+pub use stream::{generate_streaming, generate_streaming_from, Blank, Matrices};

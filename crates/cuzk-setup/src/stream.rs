@@ -31,9 +31,10 @@ use ff::Field;
 use group::Curve as _;
 use rayon::prelude::*;
 
+use crate::accelerator::{mul_accelerated, Accelerated, Accelerator};
 use crate::assembly::Evaluations;
 use crate::counting::Shape;
-use crate::curve::{Curve, G1, G2};
+use crate::curve::{G1, G2};
 use crate::evaluating;
 use crate::fixed_base::FixedBaseTable;
 use crate::generate::{fill_powers, mul_all};
@@ -62,7 +63,7 @@ where
     C: Circuit<Scalar>,
     F: Fn() -> C,
 {
-    generate_streaming_from(&Blank(blank), tw, params, vk, progress)
+    generate_streaming_from(&Blank(blank), tw, params, vk, progress, None)
 }
 
 /// Where a generator reads the constraint matrices: the shape (step 1)
@@ -80,7 +81,7 @@ pub trait Matrices {
 }
 
 /// A blank circuit's matrices: synthesized once to count, once to evaluate.
-struct Blank<F>(F);
+pub struct Blank<F>(pub F);
 
 impl<C: Circuit<Scalar>, F: Fn() -> C> Matrices for Blank<F> {
     fn shape(&self) -> Result<Shape, SetupError> {
@@ -99,13 +100,16 @@ impl<C: Circuit<Scalar>, F: Fn() -> C> Matrices for Blank<F> {
 
 /// [`generate_streaming`] with the matrices from `matrices`, such as a
 /// recorded constraint system ([`crate::recorded`]) in place of the blank
-/// circuit's two synthesis passes. The same bytes for the same matrices.
+/// circuit's two synthesis passes, and the fixed-base products of the h,
+/// l, a and b sections computed by `accel` when given (a GPU). The same
+/// bytes for the same matrices.
 pub fn generate_streaming_from(
     matrices: &dyn Matrices,
     tw: &ToxicWaste,
     params: &Path,
     vk: &Path,
     progress: &(dyn Fn(&Progress) + Sync),
+    accel: Option<&dyn Accelerator>,
 ) -> Result<SetupStats, SetupError> {
     let (start, cpu_start) = (Instant::now(), cpu_time());
     let mut stats = SetupStats::default();
@@ -175,6 +179,14 @@ pub fn generate_streaming_from(
         || FixedBaseTable::<G1>::new(&tw.g1, stats.g1_window),
         || FixedBaseTable::<G2>::new(&tw.g2, stats.g2_window),
     );
+    if let Some(a) = accel {
+        a.load(&g1_table, &g2_table)
+            .map_err(|message| SetupError::Accelerator {
+                name: a.name(),
+                message,
+            })?;
+        tracing::info!(on = %a.name(), "fixed-base products off the CPU");
+    }
     stats.tables = t.elapsed();
 
     let plan = Plan {
@@ -186,6 +198,7 @@ pub fn generate_streaming_from(
         sizes,
         g1_table: &g1_table,
         g2_table: &g2_table,
+        accel,
         report: &report,
     };
     let (vk_points, written) = write_sections(writer, params, plan, ic_scalars, &mut stats)?;
@@ -238,6 +251,7 @@ struct Plan<'a> {
     sizes: Sizes,
     g1_table: &'a FixedBaseTable<G1>,
     g2_table: &'a FixedBaseTable<G2>,
+    accel: Option<&'a dyn Accelerator>,
     report: &'a Reporter<'a>,
 }
 
@@ -261,18 +275,20 @@ fn write_sections(
         let (tx, rx) = sync_channel::<Msg>(1);
         let handle = s.spawn(move || write_all(writer, rx));
         let sent = send_sections(&tx, plan, ic_scalars, stats);
-        if sent.is_some() {
+        if sent.is_ok() {
             // Only a complete file is renamed into place.
             let _ = tx.send(Msg::Finish);
         }
         drop(tx);
         let written = match handle.join() {
-            Ok(r) => r?,
+            Ok(r) => r,
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        match sent {
-            Some(vk) => Ok((vk, written)),
-            None => Err(SetupError::Io {
+        match (sent, written) {
+            (Ok(vk), Ok(written)) => Ok((vk, written)),
+            (Err(Stop::Failed(e)), _) => Err(e),
+            (_, Err(e)) => Err(e),
+            (Err(Stop::Writer), Ok(_)) => Err(SetupError::Io {
                 path: params.to_path_buf(),
                 source: std::io::Error::other("the writer thread stopped early"),
             }),
@@ -296,14 +312,21 @@ fn write_all(mut writer: ParamsWriter, rx: Receiver<Msg>) -> Result<u64, SetupEr
     Ok(0)
 }
 
-/// Sends vk, h, l, a, b_g1 and b_g2; `None` when the writer has stopped
-/// (its error is the one to report).
+/// Why the sections stopped before the end.
+enum Stop {
+    /// The writer thread stopped (its error is the one to report).
+    Writer,
+    /// Computing the points failed.
+    Failed(SetupError),
+}
+
+/// Sends vk, h, l, a, b_g1 and b_g2.
 fn send_sections(
     tx: &SyncSender<Msg>,
     plan: Plan<'_>,
     ic_scalars: Vec<Scalar>,
     stats: &mut SetupStats,
-) -> Option<VerifyingKeyPoints> {
+) -> Result<VerifyingKeyPoints, Stop> {
     let Plan {
         tw,
         ev,
@@ -313,9 +336,10 @@ fn send_sections(
         sizes,
         g1_table,
         g2_table,
+        accel,
         report,
     } = plan;
-    let send = |b: Vec<u8>| tx.send(Msg::Bytes(b)).ok();
+    let send = |b: Vec<u8>| tx.send(Msg::Bytes(b)).map_err(|_| Stop::Writer);
     let timed = |d: &mut Duration, t: Instant| *d += t.elapsed();
 
     let t = Instant::now();
@@ -328,7 +352,7 @@ fn send_sections(
     let t = Instant::now();
     let coeff = (tw.tau.pow_vartime([m as u64]) - Scalar::ONE) * delta_inv;
     let tau = tw.tau;
-    let h = Chunked::new(Stage::H, m - 1, CHUNK_G1);
+    let h = Chunked::new(Stage::H, m - 1, CHUNK_G1, accel);
     h.send::<G1>(tx, g1_table, report, |start, out| {
         fill_powers(out, tau, start as u64, coeff);
     })?;
@@ -337,7 +361,7 @@ fn send_sections(
     let t = Instant::now();
     let Evaluations { at, bt, ct } = ev;
     let aux = at.len() - inputs;
-    let l = Chunked::new(Stage::L, aux, CHUNK_G1);
+    let l = Chunked::new(Stage::L, aux, CHUNK_G1, accel);
     l.send::<G1>(tx, g1_table, report, |start, out| {
         let i0 = inputs + start;
         out.par_iter_mut().enumerate().for_each(|(k, o)| {
@@ -349,14 +373,17 @@ fn send_sections(
     timed(&mut stats.ic_l, t);
 
     let t = Instant::now();
-    Chunked::new(Stage::A, sizes.a, CHUNK_G1).send_nonzero::<G1>(tx, g1_table, report, &at)?;
+    Chunked::new(Stage::A, sizes.a, CHUNK_G1, accel)
+        .send_nonzero::<G1>(tx, g1_table, report, &at)?;
     drop(at);
-    Chunked::new(Stage::BG1, sizes.b, CHUNK_G1).send_nonzero::<G1>(tx, g1_table, report, &bt)?;
+    Chunked::new(Stage::BG1, sizes.b, CHUNK_G1, accel)
+        .send_nonzero::<G1>(tx, g1_table, report, &bt)?;
     timed(&mut stats.a_b_g1, t);
     let t = Instant::now();
-    Chunked::new(Stage::BG2, sizes.b, CHUNK_G2).send_nonzero::<G2>(tx, g2_table, report, &bt)?;
+    Chunked::new(Stage::BG2, sizes.b, CHUNK_G2, accel)
+        .send_nonzero::<G2>(tx, g2_table, report, &bt)?;
     timed(&mut stats.b_g2, t);
-    Some(vk)
+    Ok(vk)
 }
 
 fn verifying_key(tw: &ToxicWaste, ic: Vec<G1Affine>) -> VerifyingKeyPoints {
@@ -373,17 +400,23 @@ fn verifying_key(tw: &ToxicWaste, ic: Vec<G1Affine>) -> VerifyingKeyPoints {
     }
 }
 
-/// One point section written in chunks: its stage, point count and chunk
-/// size.
-struct Chunked {
+/// One point section written in chunks: its stage, point count, chunk
+/// size and what computes its products (this CPU when `None`).
+struct Chunked<'a> {
     stage: Stage,
     len: usize,
     chunk: usize,
+    accel: Option<&'a dyn Accelerator>,
 }
 
-impl Chunked {
-    fn new(stage: Stage, len: usize, chunk: usize) -> Chunked {
-        Chunked { stage, len, chunk }
+impl<'a> Chunked<'a> {
+    fn new(stage: Stage, len: usize, chunk: usize, accel: Option<&'a dyn Accelerator>) -> Self {
+        Chunked {
+            stage,
+            len,
+            chunk,
+            accel,
+        }
     }
 
     /// Sends the count, then `fill(start, scalars)`'s scalars times the
@@ -394,10 +427,10 @@ impl Chunked {
         table: &FixedBaseTable<C>,
         report: &Reporter<'_>,
         mut fill: impl FnMut(usize, &mut [Scalar]),
-    ) -> Option<()>
+    ) -> Result<(), Stop>
     where
-        C: Curve,
-        C::BlstrsAffine: Encode + Default,
+        C: Accelerated,
+        C::BlstrsAffine: Encode + Default + PartialEq,
     {
         self.begin(tx, report)?;
         let mut scalars = vec![Scalar::ZERO; self.chunk.min(self.len)];
@@ -406,7 +439,7 @@ impl Chunked {
             fill(start, &mut scalars[..n]);
             self.points(tx, table, report, &scalars[..n], start)?;
         }
-        Some(())
+        Ok(())
     }
 
     /// Sends the count, then the non-zero `values` times the base.
@@ -416,10 +449,10 @@ impl Chunked {
         table: &FixedBaseTable<C>,
         report: &Reporter<'_>,
         values: &[Scalar],
-    ) -> Option<()>
+    ) -> Result<(), Stop>
     where
-        C: Curve,
-        C::BlstrsAffine: Encode + Default,
+        C: Accelerated,
+        C::BlstrsAffine: Encode + Default + PartialEq,
     {
         self.begin(tx, report)?;
         let mut scalars = Vec::with_capacity(self.chunk.min(self.len));
@@ -437,14 +470,15 @@ impl Chunked {
             done += scalars.len();
         }
         debug_assert_eq!(done, self.len, "{} count", self.stage);
-        Some(())
+        Ok(())
     }
 
-    fn begin(&self, tx: &SyncSender<Msg>, report: &Reporter<'_>) -> Option<()> {
+    fn begin(&self, tx: &SyncSender<Msg>, report: &Reporter<'_>) -> Result<(), Stop> {
         report.stage(self.stage, 0, self.len as u64);
         // Counts were checked to fit before any point was computed.
-        let count = u32::try_from(self.len).ok()?;
-        tx.send(Msg::Bytes(count.to_be_bytes().to_vec())).ok()
+        let count = u32::try_from(self.len).map_err(|_| Stop::Writer)?;
+        tx.send(Msg::Bytes(count.to_be_bytes().to_vec()))
+            .map_err(|_| Stop::Writer)
     }
 
     /// Multiplies, encodes and sends one chunk whose first point is `start`.
@@ -455,22 +489,25 @@ impl Chunked {
         report: &Reporter<'_>,
         scalars: &[Scalar],
         start: usize,
-    ) -> Option<()>
+    ) -> Result<(), Stop>
     where
-        C: Curve,
-        C::BlstrsAffine: Encode + Default,
+        C: Accelerated,
+        C::BlstrsAffine: Encode + Default + PartialEq,
     {
-        let points = mul_all::<C>(table, scalars);
+        let points = match self.accel {
+            Some(a) => mul_accelerated::<C>(a, table, scalars).map_err(Stop::Failed)?,
+            None => mul_all::<C>(table, scalars),
+        };
         let mut bytes = vec![0u8; points.len() * C::BlstrsAffine::BYTES];
         bytes
             .par_chunks_mut(C::BlstrsAffine::BYTES)
             .zip(points.par_iter())
             .for_each(|(o, p)| p.encode(o));
         drop(points);
-        tx.send(Msg::Bytes(bytes)).ok()?;
+        tx.send(Msg::Bytes(bytes)).map_err(|_| Stop::Writer)?;
         let done = (start + scalars.len()) as u64;
         report.points(self.stage, done, self.len as u64, scalars.len() as u64);
-        Some(())
+        Ok(())
     }
 }
 

@@ -1,6 +1,7 @@
 //! Small synthetic circuits: parameters from `cuzk_setup::generate` and
 //! `cuzk_setup::generate_streaming` equal bellperson's byte for byte, and
-//! bellperson proves and verifies with them.
+//! bellperson proves and verifies with them; products computed off the CPU
+//! (the `Accelerator` hook) give the same bytes, and wrong ones are caught.
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use bellperson::groth16::{
@@ -12,7 +13,8 @@ use std::sync::Mutex;
 
 use cuzk_prover::srs::{read_vk, write_params, ParamsFile, SubgroupCheck};
 use cuzk_setup::{
-    generate, generate_streaming, no_progress, Progress, SetupError, Stage, ToxicWaste,
+    generate, generate_streaming, generate_streaming_from, no_progress, Accelerator, Blank,
+    Progress, SetupError, Stage, ToxicWaste,
 };
 use ff::{Field, PrimeField};
 use rand::SeedableRng;
@@ -309,4 +311,119 @@ fn streaming_refuses_like_the_in_memory_generator_and_leaves_no_file() {
         .expect_err("no directory");
     assert!(matches!(err, SetupError::Io { .. }), "{err}");
     assert!(err.to_string().contains("no/such/dir"), "{err}");
+}
+
+/// Products on this CPU through the [`Accelerator`] hook, in Jacobian form
+/// with whatever Z blstrs leaves (as a GPU's come); `skew` multiplies by
+/// `s + skew` instead (a device that computes wrong products).
+struct CpuProducts {
+    bases: Mutex<Option<(blstrs::G1Projective, blstrs::G2Projective)>>,
+    skew: u64,
+}
+
+impl CpuProducts {
+    fn new(skew: u64) -> Self {
+        CpuProducts {
+            bases: Mutex::new(None),
+            skew,
+        }
+    }
+
+    fn bases(&self) -> Result<(blstrs::G1Projective, blstrs::G2Projective), String> {
+        (*self.bases.lock().expect("lock")).ok_or_else(|| "no tables".to_string())
+    }
+}
+
+impl Accelerator for CpuProducts {
+    fn name(&self) -> String {
+        "this CPU (a test)".into()
+    }
+
+    fn load(
+        &self,
+        g1: &cuzk_setup::fixed_base::FixedBaseTable<cuzk_setup::curve::G1>,
+        g2: &cuzk_setup::fixed_base::FixedBaseTable<cuzk_setup::curve::G2>,
+    ) -> Result<(), String> {
+        // The tables' first points are 1 * base; blst's and blstrs' layouts
+        // are the same.
+        let (b1, b2) = (g1.points()[0], g2.points()[0]);
+        let b1: blstrs::G1Affine = unsafe { std::mem::transmute(b1) };
+        let b2: blstrs::G2Affine = unsafe { std::mem::transmute(b2) };
+        *self.bases.lock().expect("lock") = Some((b1.into(), b2.into()));
+        Ok(())
+    }
+
+    fn g1(&self, scalars: &[Scalar], out: &mut [blst::blst_p1]) -> Result<(), String> {
+        let (base, _) = self.bases()?;
+        for (o, s) in out.iter_mut().zip(scalars) {
+            let p = base * (*s + Scalar::from(self.skew));
+            *o = unsafe { std::mem::transmute::<blstrs::G1Projective, blst::blst_p1>(p) };
+        }
+        Ok(())
+    }
+
+    fn g2(&self, scalars: &[Scalar], out: &mut [blst::blst_p2]) -> Result<(), String> {
+        let (_, base) = self.bases()?;
+        for (o, s) in out.iter_mut().zip(scalars) {
+            let p = base * (*s + Scalar::from(self.skew));
+            *o = unsafe { std::mem::transmute::<blstrs::G2Projective, blst::blst_p2>(p) };
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn products_off_the_cpu_give_the_same_bytes_and_wrong_ones_stop_the_generation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tw = ToxicWaste::random(&mut ChaCha20Rng::seed_from_u64(31));
+    let file = |name: &str| dir.path().join(name);
+    // k = 300: the a and b sections lose points at infinity (zero scalars
+    // are filtered before any product).
+    let (k, seed_params) = (300, file("cpu.params"));
+    generate_streaming(
+        || blank(k),
+        &tw,
+        &seed_params,
+        &file("cpu.vk"),
+        &no_progress,
+    )
+    .expect("on the CPU");
+    let good = CpuProducts::new(0);
+    let stats = generate_streaming_from(
+        &Blank(|| blank(k)),
+        &tw,
+        &file("off.params"),
+        &file("off.vk"),
+        &no_progress,
+        Some(&good),
+    )
+    .expect("off the CPU");
+    assert!(stats.g1_muls > 0 && stats.g2_muls > 0);
+    for ext in ["params", "vk"] {
+        let (a, b) = (file(&format!("cpu.{ext}")), file(&format!("off.{ext}")));
+        assert!(
+            std::fs::read(&a).expect("cpu") == std::fs::read(&b).expect("off"),
+            ".{ext} files differ"
+        );
+    }
+
+    let wrong = CpuProducts::new(1);
+    let err = generate_streaming_from(
+        &Blank(|| blank(k)),
+        &tw,
+        &file("bad.params"),
+        &file("bad.vk"),
+        &no_progress,
+        Some(&wrong),
+    )
+    .expect_err("a wrong product is caught");
+    assert!(
+        matches!(&err, SetupError::Accelerator { name, .. } if name.contains("a test")),
+        "{err}"
+    );
+    assert!(err.to_string().contains("differs from this CPU's"), "{err}");
+    assert_eq!(
+        listing(dir.path()),
+        ["cpu.params", "cpu.vk", "off.params", "off.vk"]
+    );
 }
