@@ -128,7 +128,7 @@ for cfg in ${CONFIGS:-device host}; do
 done
 # The parameters' fixed-base products on the GPU (`gen-params --gpu`) when
 # this build has them and they give the CPU's bytes for the 2 KiB PoRep
-# (`cmp`; each chunk's first product is also checked as it goes); on the
+# (`cmp`; three products of each chunk are also checked as it goes); on the
 # CPUs otherwise.
 GPU_PARAMS=""
 step gpu-params-check

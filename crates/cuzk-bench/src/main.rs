@@ -87,7 +87,7 @@ enum Command {
         recorded: bool,
         /// Compute the fixed-base products (nearly all the work) on this
         /// CUDA device (`--gpu` alone: device 0); the same bytes, each
-        /// chunk's first product checked against the CPU. Needs a build
+        /// chunk's first, middle and last products checked on the CPU. Needs a build
         /// with `--features cuda`.
         #[arg(long, num_args = 0..=1, default_missing_value = "0")]
         gpu: Option<usize>,

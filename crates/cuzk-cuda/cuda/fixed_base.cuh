@@ -9,7 +9,8 @@
 // table point per non-zero digit into an XYZZ accumulator: no doublings. The products
 // go back in Jacobian form (blst_p1 / blst_p2); the host makes them affine
 // in batches and encodes them, so the bytes are the CPU path's (an affine
-// point has one representation).
+// point has one representation). In G2 two lanes work on each scalar (an
+// Fp2 element spans two lanes in sppark).
 
 #ifndef __CUZK_FIXED_BASE_CUH__
 #define __CUZK_FIXED_BASE_CUH__
@@ -17,20 +18,28 @@
 // out[3i..3i+3] = scalars[i] * P for the table of P, Jacobian (X, Y, Z);
 // `windows` windows of `wbits` bits (the last absorbs the signed
 // recoding's carry). The accumulator is XYZZ (sppark's mixed addition,
-// which subtracts too, on the device).
-template<class bucket_T, class affine_T, class field_T>
-__global__ void fixed_base_products(field_T* out, const fr_t* scalars, size_t n,
-                                    const affine_T* table, uint32_t wbits,
+// which subtracts too, on the device). In G2 an Fp2 element spans two
+// lanes (`degree` 2): both lanes of a pair take the same scalar, so they
+// follow the same path, and points and products go through the memory
+// types (`mem_t`), each lane reading or writing its half.
+template<class bucket_T, class field_T,
+         class affine_mem = typename bucket_T::affine_t::mem_t,
+         class field_mem = typename field_T::mem_t>
+__global__ void fixed_base_products(field_mem* out, const fr_t* scalars, size_t n,
+                                    const affine_mem* table, uint32_t wbits,
                                     uint32_t windows)
 {
+    typedef typename bucket_T::affine_t affine_T;
     // sppark's XYZZ-to-Jacobian conversion is host-only: its fields are
     // read here in declaration order (X, Y, ZZZ, ZZ).
     static_assert(sizeof(bucket_T) == 4 * sizeof(field_T), "xyzz_t is X, Y, ZZZ, ZZ");
+    const uint32_t degree = bucket_T::degree;
     const uint32_t half = 1u << (wbits - 1);
     const uint32_t mask = (1u << wbits) - 1;
     const uint32_t limbs = (fr_t::nbits + 31) / 32;  // 32-bit limbs
-    const size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
+    const size_t stride = (size_t)gridDim.x * blockDim.x / degree;
+    size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / degree;
+    for (; i < n; i += stride) {
         fr_t s = scalars[i];
         s.from();  // canonical limbs
         bucket_T acc;
@@ -64,32 +73,43 @@ __global__ void fixed_base_products(field_T* out, const fr_t* scalars, size_t n,
 }
 
 // One device's copy of a generator's two tables and the buffers a chunk
-// goes through.
+// goes through (plain cudaMalloc: all of it is handed back when freed).
 struct cuzk_fixed_base {
+    int id = -1;
     const gpu_t* gpu = nullptr;
-    affine_t* g1 = nullptr;
+    affine_t::mem_t* g1 = nullptr;
     uint32_t g1_wbits = 0, g1_windows = 0;
-    affine_fp2_t* g2 = nullptr;
+    affine_fp2_t::mem_t* g2 = nullptr;
     uint32_t g2_wbits = 0, g2_windows = 0;
     fr_t* scalars = nullptr;
     size_t scalars_cap = 0;
     void* out = nullptr;
     size_t out_cap = 0;
 
+    // Never throws (a destructor that did would end the process after a
+    // sticky CUDA error).
     ~cuzk_fixed_base()
     {
-        if (!gpu)
+        if (id < 0)
             return;
-        gpu->sync();
+        (void)cudaSetDevice(id);
+        (void)cudaDeviceSynchronize();
         for (void* p : {(void*)g1, (void*)g2, (void*)scalars, out})
             if (p)
-                gpu->Dfree(p);
+                (void)cudaFree(p);
     }
 
-    template<class T> T* table(const T* host, size_t len)
+    static void* alloc(size_t bytes)
     {
-        auto* d = (T*)gpu->Dmalloc(len * sizeof(T));
-        gpu->HtoD(d, host, len);
+        void* p = nullptr;
+        CUDA_OK(cudaMalloc(&p, bytes));
+        return p;
+    }
+
+    template<class T> T* table(const void* host, size_t len)
+    {
+        auto* d = (T*)alloc(len * sizeof(T));
+        CUDA_OK(cudaMemcpy(d, host, len * sizeof(T), cudaMemcpyHostToDevice));
         return d;
     }
 
@@ -98,37 +118,44 @@ struct cuzk_fixed_base {
     {
         if (n > scalars_cap) {
             if (scalars)
-                gpu->Dfree(scalars);
+                (void)cudaFree(scalars);
             scalars = nullptr;
-            scalars = (fr_t*)gpu->Dmalloc(n * sizeof(fr_t));
+            scalars_cap = 0;
+            scalars = (fr_t*)alloc(n * sizeof(fr_t));
             scalars_cap = n;
         }
         if (n * point_bytes > out_cap) {
             if (out)
-                gpu->Dfree(out);
+                (void)cudaFree(out);
             out = nullptr;
-            out = gpu->Dmalloc(n * point_bytes);
+            out_cap = 0;
+            out = alloc(n * point_bytes);
             out_cap = n * point_bytes;
         }
     }
 
-    // Jacobian products into `host_out` (3 field elements each).
-    template<class bucket_T, class affine_T, class field_T>
-    void products(field_T* host_out, const fr_t* host_scalars, size_t n,
-                  const affine_T* tab, uint32_t wbits, uint32_t windows)
+    // Jacobian products into `host_out` (3 field elements each, blst's
+    // layout).
+    template<class bucket_T, class field_T, class affine_mem>
+    void products(void* host_out, const fr_t* host_scalars, size_t n, const affine_mem* tab,
+                  uint32_t wbits, uint32_t windows)
     {
+        typedef typename field_T::mem_t field_mem;
         if (n == 0)
             return;
         gpu->select();
-        reserve(n, 3 * sizeof(field_T));
-        gpu->HtoD(scalars, host_scalars, n);
-        const uint32_t block = 128;
-        const size_t blocks = (n + block - 1) / block;
+        const size_t point_bytes = 3 * sizeof(field_mem);
+        reserve(n, point_bytes);
+        CUDA_OK(cudaMemcpyAsync(scalars, host_scalars, n * sizeof(fr_t),
+                                cudaMemcpyHostToDevice, *gpu));
+        const uint32_t block = 128;  // a multiple of every degree
+        const size_t threads = n * bucket_T::degree;
+        const size_t blocks = (threads + block - 1) / block;
         const uint32_t grid = (uint32_t)(blocks < (1u << 20) ? blocks : (1u << 20));
-        fixed_base_products<bucket_T, affine_T, field_T><<<grid, block, 0, *gpu>>>(
-            (field_T*)out, scalars, n, tab, wbits, windows);
+        fixed_base_products<bucket_T, field_T><<<grid, block, 0, *gpu>>>(
+            (field_mem*)out, scalars, n, tab, wbits, windows);
         CUDA_OK(cudaGetLastError());
-        gpu->DtoH(host_out, out, 3 * n);
+        CUDA_OK(cudaMemcpyAsync(host_out, out, n * point_bytes, cudaMemcpyDeviceToHost, *gpu));
         gpu->sync();
     }
 };
@@ -137,15 +164,15 @@ struct cuzk_fixed_base {
 static bool fb_table_shape(size_t len, uint32_t wbits, uint32_t windows)
 {
     return wbits >= 2 && wbits <= 24 && ((size_t)windows << (wbits - 1)) == len
-        && (size_t)windows * wbits >= 255 && windows <= 128;
+        && (size_t)windows * wbits >= 256 && windows <= 128;
 }
 
 extern "C" {
 
 // Copies the G1 and G2 tables (`*_len` affine points each, `*_wbits`-bit
 // windows, `*_windows` of them) to device `id`.
-RustError cuzk_cuda_fb_new(size_t id, const affine_t* g1, size_t g1_len, uint32_t g1_wbits,
-                           uint32_t g1_windows, const affine_fp2_t* g2, size_t g2_len,
+RustError cuzk_cuda_fb_new(size_t id, const void* g1, size_t g1_len, uint32_t g1_wbits,
+                           uint32_t g1_windows, const void* g2, size_t g2_len,
                            uint32_t g2_wbits, uint32_t g2_windows, cuzk_fixed_base** out)
 {
     CUZK_TRY
@@ -156,16 +183,21 @@ RustError cuzk_cuda_fb_new(size_t id, const affine_t* g1, size_t g1_len, uint32_
         || !fb_table_shape(g2_len, g2_wbits, g2_windows))
         return bad_arg("fixed-base table: its length is not windows * 2^(wbits-1), "
                        "or its windows do not cover 255 bits");
+    // blst_p1_affine and blst_p2_affine.
+#ifndef __CUDA_ARCH__
+    static_assert(sizeof(affine_t::mem_t) == 96 && sizeof(affine_fp2_t::mem_t) == 192,
+                  "affine points are blst's");
+#endif
     auto* fb = new cuzk_fixed_base;
     try {
         fb->gpu = &select_gpu((int)id);
-        fb->g1 = fb->table(g1, g1_len);
+        fb->id = (int)id;
+        fb->g1 = fb->table<affine_t::mem_t>(g1, g1_len);
         fb->g1_wbits = g1_wbits;
         fb->g1_windows = g1_windows;
-        fb->g2 = fb->table(g2, g2_len);
+        fb->g2 = fb->table<affine_fp2_t::mem_t>(g2, g2_len);
         fb->g2_wbits = g2_wbits;
         fb->g2_windows = g2_windows;
-        fb->gpu->sync();
     } catch (...) {
         delete fb;
         throw;
@@ -178,8 +210,10 @@ RustError cuzk_cuda_fb_new(size_t id, const affine_t* g1, size_t g1_len, uint32_
 RustError cuzk_cuda_fb_g1(cuzk_fixed_base* fb, const fr_t* scalars, size_t n, point_t* out)
 {
     CUZK_TRY
-    static_assert(sizeof(point_t) == 3 * sizeof(fp_t), "blst_p1 is X, Y, Z");
-    fb->products<bucket_t>((fp_t*)out, scalars, n, fb->g1, fb->g1_wbits, fb->g1_windows);
+#ifndef __CUDA_ARCH__  // host sizes (on the device an Fp2 element is half)
+    static_assert(sizeof(point_t) == 144 && sizeof(fp_t::mem_t) == 48, "blst_p1 is X, Y, Z");
+#endif
+    fb->products<bucket_t, fp_t>(out, scalars, n, fb->g1, fb->g1_wbits, fb->g1_windows);
     CUZK_CATCH
 }
 
@@ -188,9 +222,11 @@ RustError cuzk_cuda_fb_g2(cuzk_fixed_base* fb, const fr_t* scalars, size_t n,
                           point_fp2_t* out)
 {
     CUZK_TRY
-    static_assert(sizeof(point_fp2_t) == 3 * sizeof(fp2_t), "blst_p2 is X, Y, Z");
-    fb->products<bucket_fp2_t>((fp2_t*)out, scalars, n, fb->g2, fb->g2_wbits,
-                               fb->g2_windows);
+#ifndef __CUDA_ARCH__
+    static_assert(sizeof(point_fp2_t) == 288 && sizeof(fp2_t::mem_t) == 96,
+                  "blst_p2 is X, Y, Z");
+#endif
+    fb->products<bucket_fp2_t, fp2_t>(out, scalars, n, fb->g2, fb->g2_wbits, fb->g2_windows);
     CUZK_CATCH
 }
 

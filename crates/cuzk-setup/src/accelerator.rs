@@ -5,9 +5,10 @@
 //! and then chunks of scalars, and hands back Jacobian products (blst's
 //! layout). [`mul_accelerated`] makes them affine in parallel batches —
 //! an affine point has one representation, so the encoded bytes are the
-//! CPU path's — and checks the first product of every chunk against the
-//! CPU table, so a device that computes wrong products stops the
-//! generation rather than writing wrong parameters.
+//! CPU path's — and checks three products of every chunk (the first, one
+//! inside, the last) against the CPU table, so a device that computes
+//! wrong products stops the generation rather than writing wrong
+//! parameters.
 
 use blst::{blst_p1, blst_p2};
 use blstrs::Scalar;
@@ -62,7 +63,16 @@ impl Accelerated for G2 {
 /// Points made affine per batch (one inversion each).
 const BATCH: usize = 4096;
 
-/// `scalars[i] * base` through `accel`, affine; the first product checked
+/// The products of a chunk of `n` checked on this CPU: the first, an odd
+/// one inside and the last (a wrong stride, lane or layout shows in one).
+fn spot_checks(n: usize) -> impl Iterator<Item = usize> {
+    let mut at = vec![0, (n / 3) | 1, n.saturating_sub(1)];
+    at.retain(|&i| i < n);
+    at.dedup();
+    at.into_iter()
+}
+
+/// `scalars[i] * base` through `accel`, affine; three products checked
 /// against `table` (the same base on this CPU).
 pub(crate) fn mul_accelerated<C>(
     accel: &dyn Accelerator,
@@ -92,12 +102,12 @@ where
                 true => o.iter_mut().zip(j).for_each(|(o, j)| *o = C::to_affine(j)),
             }
         });
-    if let Some(first) = scalars.first() {
+    for i in spot_checks(scalars.len()) {
         let mut want = [C::BlstrsAffine::default()];
-        mul_many(table, std::slice::from_ref(first), &mut want);
-        if out[0] != want[0] {
+        mul_many(table, &scalars[i..=i], &mut want);
+        if out[i] != want[0] {
             return Err(failed(format!(
-                "its product of the chunk's first scalar differs from this CPU's ({} chunk of {})",
+                "its product of scalar {i} of a {} chunk of {} differs from this CPU's",
                 C::NAME,
                 scalars.len()
             )));
