@@ -47,6 +47,10 @@
 # start it with setsid in the background and poll LOGDIR/steps.txt until
 # LOGDIR/DONE exists.
 set -uo pipefail
+# $SIZE: the sector size (default 32GiB; 64GiB for one 64 GiB PoRep with
+# CONFIGS=device DEVICE_RUNS=first: delete the 32 GiB parameters first,
+# the 64 GiB disk holds one PoRep parameter file).
+SIZE="${SIZE:-32GiB}"
 D="${1:?cuzk-daemon binary (cuda)}"
 B="${2:?cuzk-bench binary}"
 L="${3:-/tmp/porep32}"
@@ -68,7 +72,7 @@ LAB="$L/bin/$(basename "$LAB")"
 TIME=""
 [ -x /usr/bin/time ] && TIME="/usr/bin/time -v"
 export RUST_LOG="${RUST_LOG:-warn,partition=info}"
-F="$HOME/.cache/cuzk/fixtures-32GiB"
+F="$HOME/.cache/cuzk/fixtures-$SIZE"
 P="$F/params"
 ADDR=127.0.0.1:9830
 {
@@ -87,7 +91,7 @@ sample() {
 declare -A RECORDING=()
 early_record() {
   step "$1 record (early)"
-  $TIME "$LAB" synth-bench --kind "$1" --sector-size 32GiB --fixtures "$F" --params "$P" \
+  $TIME "$LAB" synth-bench --kind "$1" --sector-size "$SIZE" --fixtures "$F" --params "$P" \
     --partition 0 --child record > "$L/record-$1.log" 2>&1 &
   RECORDING[$1]=$!
 }
@@ -102,7 +106,7 @@ if [ -n "${SKIP_PREP:-}" ] && [[ " ${CONFIGS:-} " == *" snap "* ]] &&
 fi
 if [ -z "${SKIP_PREP:-}" ]; then
 step fixtures
-$TIME "$B" gen-fixtures --sector-size 32GiB --inputs-only > "$L/fixtures.log" 2>&1
+$TIME "$B" gen-fixtures --sector-size "$SIZE" --inputs-only > "$L/fixtures.log" 2>&1
 # PoRep's parameters only when a configuration proves PoReps (`snap` and
 # `wpost` alone make only their own).
 POREP=""
@@ -114,7 +118,7 @@ done
 # daemon looks for it.
 if [ -n "$POREP" ]; then
   step record
-  $TIME "$LAB" synth-bench --kind porep --sector-size 32GiB --fixtures "$F" --params "$P" \
+  $TIME "$LAB" synth-bench --kind porep --sector-size "$SIZE" --fixtures "$F" --params "$P" \
     --partition 0 --child record > "$L/record.log" 2>&1 &
   REC=$!
 fi
@@ -142,10 +146,10 @@ else
 fi
 rm -rf "$L/gp-cpu" "$L/gp-gpu"
 step params-winning
-$TIME "$B" gen-params --kind winning-post --sector-size 32GiB $GPU_PARAMS > "$L/params-winning.log" 2>&1
+$TIME "$B" gen-params --kind winning-post --sector-size "$SIZE" $GPU_PARAMS > "$L/params-winning.log" 2>&1
 if [ -n "$POREP" ]; then
   step params-porep
-  $TIME "$B" gen-params --kind porep --sector-size 32GiB $GPU_PARAMS > "$L/params-porep.log" 2>&1
+  $TIME "$B" gen-params --kind porep --sector-size "$SIZE" $GPU_PARAMS > "$L/params-porep.log" 2>&1
   wait "$REC"
   step "recorded: $(grep -o 'wall_ms[^,]*' "$L/record.log" | head -1)"
 fi
@@ -201,7 +205,7 @@ EOF
     esac
     step "$cfg $run"
     sample "$cfg-$run"
-    timeout "${RUN_TIMEOUT:-900}" "$LAB" stress --addr "http://$ADDR" --sector-size 32GiB --verbose \
+    timeout "${RUN_TIMEOUT:-900}" "$LAB" stress --addr "http://$ADDR" --sector-size "$SIZE" --verbose \
       --priority porep=normal,window-post=normal,winning-post=critical "${args[@]}" \
       > "$L/$cfg-$run.log" 2>&1
     [ $? -eq 124 ] && stalled "$cfg-$run"
@@ -252,7 +256,7 @@ big_prep() {
   # The matrices from that recording: the blank circuit's two synthesis
   # passes took most of WindowPoSt's >17 min of parameters (2026-12-03).
   step "params-$kind"
-  $TIME "$B" gen-params --kind "$kind" --sector-size 32GiB $from ${GPU_PARAMS:-} > "$L/params-$kind.log" 2>&1 ||
+  $TIME "$B" gen-params --kind "$kind" --sector-size "$SIZE" $from ${GPU_PARAMS:-} > "$L/params-$kind.log" 2>&1 ||
     { step "params-$kind FAILED: $(grep -i error "$L/params-$kind.log" | tail -1)"; return 1; }
   df -h / | tail -1 >> "$L/machine.txt"
 }
@@ -279,7 +283,7 @@ for cfg in ${CONFIGS:-device host}; do
     snap) big_prep snap && daemon_runs snap true "snap-first snap-isolated" ;;
     peer)
       step "peer-bench porep"
-      timeout "${RUN_TIMEOUT:-900}" "$LAB" peer-bench --kind porep --sector-size 32GiB \
+      timeout "${RUN_TIMEOUT:-900}" "$LAB" peer-bench --kind porep --sector-size "$SIZE" \
         --fixtures "$F" --params "$P" --runs 3 --peer "$PEER" > "$L/peer-porep.log" 2>&1
       step "peer-bench done: $(tail -1 "$L/peer-porep.log")"
       ;;
