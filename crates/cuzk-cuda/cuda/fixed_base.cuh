@@ -43,7 +43,11 @@ __global__ void fixed_base_products(field_mem* out, const fr_t* scalars, size_t 
         fr_t s = scalars[i];
         s.from();  // canonical limbs
         bucket_T acc;
-        acc.inf();
+        {  // the identity, every field zero
+            field_T* z = reinterpret_cast<field_T*>(&acc);
+            for (int k = 0; k < 4; k++)
+                z[k].zero();
+        }
         uint32_t carry = 0;
         for (uint32_t j = 0; j < windows; j++) {
             const uint32_t bit = j * wbits, limb = bit / 32, shift = bit % 32;
@@ -75,7 +79,6 @@ __global__ void fixed_base_products(field_mem* out, const fr_t* scalars, size_t 
 // One device's copy of a generator's two tables and the buffers a chunk
 // goes through (plain cudaMalloc: all of it is handed back when freed).
 struct cuzk_fixed_base {
-    int id = -1;
     const gpu_t* gpu = nullptr;
     affine_t::mem_t* g1 = nullptr;
     uint32_t g1_wbits = 0, g1_windows = 0;
@@ -90,9 +93,9 @@ struct cuzk_fixed_base {
     // sticky CUDA error).
     ~cuzk_fixed_base()
     {
-        if (id < 0)
+        if (!gpu)
             return;
-        (void)cudaSetDevice(id);
+        gpu->select();  // cudaSetDevice, errors ignored
         (void)cudaDeviceSynchronize();
         for (void* p : {(void*)g1, (void*)g2, (void*)scalars, out})
             if (p)
@@ -106,10 +109,13 @@ struct cuzk_fixed_base {
         return p;
     }
 
+    // On the stream the kernels run on (a copy from pageable memory on
+    // another stream could still be in flight when they start).
     template<class T> T* table(const void* host, size_t len)
     {
         auto* d = (T*)alloc(len * sizeof(T));
-        CUDA_OK(cudaMemcpy(d, host, len * sizeof(T), cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpyAsync(d, host, len * sizeof(T), cudaMemcpyHostToDevice, *gpu));
+        gpu->sync();
         return d;
     }
 
@@ -182,7 +188,7 @@ RustError cuzk_cuda_fb_new(size_t id, const void* g1, size_t g1_len, uint32_t g1
     if (!fb_table_shape(g1_len, g1_wbits, g1_windows)
         || !fb_table_shape(g2_len, g2_wbits, g2_windows))
         return bad_arg("fixed-base table: its length is not windows * 2^(wbits-1), "
-                       "or its windows do not cover 255 bits");
+                       "or its windows do not cover 256 bits");
     // blst_p1_affine and blst_p2_affine.
 #ifndef __CUDA_ARCH__
     static_assert(sizeof(affine_t::mem_t) == 96 && sizeof(affine_fp2_t::mem_t) == 192,
@@ -191,7 +197,6 @@ RustError cuzk_cuda_fb_new(size_t id, const void* g1, size_t g1_len, uint32_t g1
     auto* fb = new cuzk_fixed_base;
     try {
         fb->gpu = &select_gpu((int)id);
-        fb->id = (int)id;
         fb->g1 = fb->table<affine_t::mem_t>(g1, g1_len);
         fb->g1_wbits = g1_wbits;
         fb->g1_windows = g1_windows;
