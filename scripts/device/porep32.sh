@@ -182,7 +182,10 @@ EOF
   case $cfg in *p1) echo "partitions_per_pass = 1" >> "$L/cuzk-$cfg.toml" ;; esac
   # TUNING: lines of [gpus.tuning] (e.g. "trace_msm = true"), traces on
   # the daemon's stderr.
-  [ -n "${TUNING:-}" ] && printf '[gpus.tuning]\n%s\n' "$TUNING" >> "$L/cuzk-$cfg.toml"
+  # $TUNING_CONFIGS: only these configurations get it (default: all).
+  if [ -n "${TUNING:-}" ] && [[ " ${TUNING_CONFIGS:-$cfg} " == *" $cfg "* ]]; then
+    printf '[gpus.tuning]\n%s\n' "$TUNING" >> "$L/cuzk-$cfg.toml"
+  fi
   step "$cfg daemon-start"
   # The daemon logs as its config says (RUST_LOG would override it and
   # hide the SRS tier's lines).

@@ -213,7 +213,8 @@ void cuzk_cuda_matrices_free(cuzk_cuda_matrices* m)
 // The H coefficients from matrices `m` at the inputs given and the aux
 // uploaded by cuzk_cuda_upload_aux: a, b, c evaluated on the device into
 // `vectors` (3: the top staging tier, checked; 2: the a-only tier, b and
-// c through the second buffer), then the same H as cuzk_cuda_h_compute.
+// then c in the second buffer, two passes over the matrices), then the
+// same H as cuzk_cuda_h_compute.
 // `*first_bad` is the first row with a·b ≠ c (UINT64_MAX: none, or not
 // checked); H is not marked ready when there is one.
 RustError cuzk_cuda_h_eval(cuzk_cuda_ctx* ctx, cuzk_cuda_matrices* m,
@@ -257,17 +258,21 @@ RustError cuzk_cuda_h_eval(cuzk_cuda_ctx* ctx, cuzk_cuda_matrices* m,
     } else if (lg_n > 0) {
         fr_t zi;
         memcpy((void*)&zi, (const void*)z_inv, sizeof(fr_t));
-        // a into the first buffer, then b and c in turn into the second.
+        // a and b in one pass over the matrices (one buffer each), folded
+        // into a·b in the first; then c, in a second pass, into the
+        // second: two passes, not one per vector.
         fr_t* d2 = second->ptr();
-        for (int k = 0; k < 3; k++) {
-            fr_t* dst = k == 0 ? d : d2;
-            abc_eval(s, m, aux, n, k == 0 ? dst : nullptr,
-                     k == 1 ? dst : nullptr, k == 2 ? dst : nullptr, false);
-            h_vector(s, dst, k, lg_n);
-            if (k > 0)
-                h_fold(s, d, d2, k, lg_n, zi);
-        }
-        trace.mark("a_only", s);
+        abc_eval(s, m, aux, n, d, d2, nullptr, false);
+        trace.mark("abc_eval_ab", s);
+        h_vector(s, d, 0, lg_n, &trace);
+        h_vector(s, d2, 1, lg_n, &trace);
+        h_fold(s, d, d2, 1, lg_n, zi);
+        trace.mark("fold_ab", s);
+        abc_eval(s, m, aux, n, nullptr, nullptr, d2, false);
+        trace.mark("abc_eval_c", s);
+        h_vector(s, d2, 2, lg_n, &trace);
+        h_fold(s, d, d2, 2, lg_n, zi);
+        trace.mark("fold_c", s);
     }
     s.sync();
     if (vectors == 3) {

@@ -329,6 +329,23 @@ fn prove_live(
         Ok(Ok((_, stats))) => stats.streamed_bytes / n as u64,
         _ => 0,
     };
+    if let Ok(Ok((_, st))) = &proved {
+        // Where the group's time went, by stage (wall time in this worker,
+        // waits for the device lock and for device memory included).
+        let ms = |d: std::time::Duration| d.as_millis() as u64;
+        info!(
+            target: "partition",
+            group = n,
+            h_ms = ms(st.ntt),
+            msm_h_ms = ms(st.msm_h),
+            msm_l_ms = ms(st.msm_l),
+            msm_a_ms = ms(st.msm_a),
+            msm_b_g1_ms = ms(st.msm_b_g1),
+            msm_b_g2_ms = ms(st.msm_b_g2),
+            assembly_ms = ms(st.assembly),
+            "prove stages"
+        );
+    }
     for (job, k) in &taken {
         job.run().compute += took / n as u32;
         inner

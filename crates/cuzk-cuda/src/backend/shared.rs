@@ -80,6 +80,9 @@ pub(super) fn prove(
     let flight = dev.flight();
     let wait = Waits::new(dev, counters);
     let mut hs = Vec::with_capacity(witnesses.len());
+    // Whether each context still holds its partition's aux after its H
+    // stage (an H stage that hands back the device lock left it there).
+    let mut aux_there = Vec::with_capacity(witnesses.len());
     let mut res = Resident::none();
     let last = witnesses.len() - 1;
     for (i, (w, ctx)) in witnesses.iter_mut().zip(workers.iter_mut()).enumerate() {
@@ -87,18 +90,29 @@ pub(super) fn prove(
         res = prepared.resident;
         let (h, tier, region) =
             gpu::h_stage(ctx, backend, &wait, w, srs, &prepared.stage(), &mut stats)?;
+        let mut there = region.is_some();
         drop(region);
         gpu::give_back_abc(w, &mut || abc_freed(i));
         if i < last && tier != StagingTier::All {
             // The next H stage needs the room; aux goes up again for the
             // shared MSM stage.
             ctx.trim()?;
+            there = false;
         }
         hs.push(h);
+        aux_there.push(there);
     }
     let t = Instant::now();
     let mut ctxs: Vec<&mut Ctx> = workers.iter_mut().map(|w| &mut **w).collect();
-    let ms = shared_or_alone(&mut ctxs, backend, &wait, witnesses, srs, res, &mut stats)?;
+    let ms = shared_or_alone(
+        &mut ctxs,
+        backend,
+        &wait,
+        witnesses,
+        srs,
+        (res, aux_there),
+        &mut stats,
+    )?;
     tracing::debug!(
         partitions = ctxs.len(),
         ms = t.elapsed().as_millis() as u64,
@@ -129,15 +143,17 @@ fn shared_or_alone(
     wait: &Waits<'_>,
     ws: &[PartitionWitness],
     srs: &SrsRef<'_>,
-    res: Resident,
+    (res, mut aux_there): (Resident, Vec<bool>),
     stats: &mut ProveStats,
 ) -> Result<Vec<MsmResults>, ProverError> {
     loop {
-        let why = match msm_stage(ctxs, backend, ws, srs, res, stats) {
+        let why = match msm_stage(ctxs, backend, ws, srs, (res, &aux_there), stats) {
             Ok(ms) => return Ok(ms),
             Err(CudaError::OutOfMemory(why)) => why,
             Err(e) => return Err(e.into()),
         };
+        // Trimmed below: every aux goes up again.
+        aux_there.iter_mut().for_each(|t| *t = false);
         for c in ctxs.iter_mut() {
             stats.streamed_bytes += c.take_shape()?.1;
             c.trim()?;
@@ -171,14 +187,14 @@ fn msm_stage(
     backend: &CudaBackend,
     ws: &[PartitionWitness],
     srs: &SrsRef<'_>,
-    res: Resident,
+    (res, aux_there): (Resident, &[bool]),
     stats: &mut ProveStats,
 ) -> Result<Vec<MsmResults>, CudaError> {
-    // Aux up (without the device lock) where the H stage gave it back;
-    // uploading it again where it stayed costs one copy on the context's
-    // own stream.
-    for (c, w) in ctxs.iter_mut().zip(ws) {
-        c.upload_aux(&w.aux)?;
+    // Aux up (without the device lock) where the H stage gave it back.
+    for ((c, w), there) in ctxs.iter_mut().zip(ws).zip(aux_there) {
+        if !there {
+            c.upload_aux(&w.aux)?;
+        }
     }
     let mut kernels = backend.dev.kernels(false)?;
     let k = ctxs.len();
