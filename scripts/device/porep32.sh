@@ -42,10 +42,10 @@
 # once a 2 KiB PoRep's files made that way equal the CPU's (else on the
 # CPUs; steps.txt says which).
 # $WAIT_FOR names a file to wait for before the first daemon starts.
-# $TUNING adds a [gpus.tuning] section to every daemon configuration
-# (e.g. TUNING="trace_msm = true"). It takes longer than one device call:
-# start it with setsid in the background and poll LOGDIR/steps.txt until
-# LOGDIR/DONE exists.
+# $TUNING adds a [gpus.tuning] section to every daemon configuration, or
+# to those named in $TUNING_CONFIGS (e.g. TUNING="trace_msm = true").
+# The script takes longer than one device call: start it with setsid in
+# the background and poll LOGDIR/steps.txt until LOGDIR/DONE exists.
 set -uo pipefail
 # $SIZE: the sector size (default 32GiB; 64GiB for one 64 GiB PoRep with
 # CONFIGS=device DEVICE_RUNS=first: delete the 32 GiB parameters first,
