@@ -708,5 +708,6 @@ RustError cuzk_cuda_host_unregister(const void* p)
 } // extern "C"
 
 #include "h_stage.cuh"
+#include "aux_pack.cuh"
 #include "abc_eval.cuh"
 #include "fixed_base.cuh"

@@ -705,8 +705,9 @@ impl Ctx {
         Ok((shape, streamed as u64))
     }
 
-    /// Uploads the aux assignment (source [`Source::Aux`]).
-    pub(crate) fn upload_aux(&mut self, aux: &[Scalar]) -> Result<(), CudaError> {
+    /// Uploads the aux assignment (source [`Source::Aux`]) as it is;
+    /// [`Ctx::upload_aux`] (`aux_pack.rs`) packs it first when that pays.
+    pub(crate) fn upload_aux_plain(&mut self, aux: &[Scalar]) -> Result<(), CudaError> {
         // SAFETY: aux outlives the call.
         check(unsafe { cuzk_cuda_upload_aux(self.raw.as_ptr(), aux.as_ptr(), aux.len()) })
     }

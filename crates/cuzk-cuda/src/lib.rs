@@ -26,6 +26,8 @@
 //! (`lab::StageContext`, SRS tiling, the allocation-failure hook); the
 //! daemon never enables it.
 
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod aux_pack;
 mod backend;
 pub mod config;
 #[cfg(feature = "cuda")]
