@@ -5,6 +5,8 @@
 //! batched-affine bucket accumulation (`cuda/accumulate_affine.cuh`: 22-bit
 //! windows, ~43 points a bucket) and, for its few long buckets (a scalar
 //! repeated), that kernel's XYZZ fallback; the small one the XYZZ kernel.
+//! Picks over aux, and aux copied packed (`src/aux_pack.rs`), give the
+//! MSMs the same scalars.
 //!
 //! Needs a CUDA device (skipped, loudly, without one):
 //! `cargo test --release -p cuzk-cuda --features cuda,lab --test gpu_msm -- --nocapture`
@@ -128,4 +130,45 @@ fn a_pick_in_place_equals_a_pick_into_a_second_buffer() {
     let in_place = st.msm_g1(Source::Aux, &points).expect("MSM, in place");
     assert_eq!(in_place, second, "in place and second buffer");
     assert_eq!(in_place, cpu_sum(&pattern, &picked), "the CPU's sum");
+}
+
+/// Aux shaped like a PoRep partition's (mostly zeros and ones, one in 50
+/// an other value; `aux_pack.rs` packs it: bitmaps and the others, expanded
+/// on the device) reaches the MSMs as the scalars themselves: an MSM over
+/// it and one over a pick in place from it equal the CPU's sums. The
+/// length spans several packing threads' runs and ends mid-word; others
+/// sit on words' first and last bits too.
+#[test]
+fn aux_copied_packed_reaches_the_msms_unchanged() {
+    use cuzk_prover::density::Density;
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(31);
+    let pattern = pattern(&mut rng);
+    let mut st = gpu.stages().expect("the device's stage context");
+    let n = (3usize << 20) + 77;
+    let scalars: Vec<Scalar> = (0..n)
+        .map(|i| match (i % 64, (i * 2_654_435_761) % 100) {
+            (0 | 63, _) if i % 1024 < 64 => Scalar::random(&mut rng),
+            (_, 0 | 1) => Scalar::random(&mut rng),
+            (_, x) if x < 50 => Scalar::ZERO,
+            _ => Scalar::ONE,
+        })
+        .collect();
+    let points: Vec<G1Affine> = (0..n).map(|i| pattern[i % pattern.len()]).collect();
+    st.upload_aux(&scalars).expect("aux, packed");
+    let whole = st.msm_g1(Source::Aux, &points).expect("MSM over aux");
+    assert_eq!(whole, cpu_sum(&pattern, &scalars), "aux whole");
+    let mut density = Density::zeroed(n);
+    for i in (0..n).filter(|i| i % 3 != 1) {
+        density.set(i);
+    }
+    let picked: Vec<Scalar> = (0..n)
+        .filter(|&i| density.get(i))
+        .map(|i| scalars[i])
+        .collect();
+    assert_eq!(st.pick_in_place(&density).expect("pick"), picked.len());
+    let got = st
+        .msm_g1(Source::Aux, &points[..picked.len()])
+        .expect("MSM over the picked scalars");
+    assert_eq!(got, cpu_sum(&pattern, &picked), "picked from aux");
 }
