@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# One device call sequence (issue 35's figures), from the repository root:
+#
+#   scripts/device/sequence.sh BINDIR [LOGDIR]
+#
+# BINDIR holds cuzk-daemon, cuzk-bench and cuzk-lab built with
+# `--features cuda` and any GPU test binaries named gpu_* (from
+# `cargo test --release -p cuzk-cuda --features cuda,lab --no-run`),
+# stripped, plain or xz-compressed (a device call carries 64 MiB). The
+# GPU tests run first, in the background, while scripts/device/porep32.sh
+# prepares the 32 GiB inputs and parameters beside them; its first daemon
+# waits for the tests (WAIT_FOR). Then, with SIZE64=1, the 32 GiB PoRep
+# parameters are deleted (the 64 GiB disk holds one such file) and one
+# 64 GiB PoRep is proved on the whole card (`SIZE=64GiB CONFIGS=device
+# DEVICE_RUNS=first`, logs in LOGDIR/64). porep32.sh's variables (CONFIGS,
+# SMALL_RUNS, DEVICE_RUNS, TUNING, TUNING_CONFIGS, RUN_TIMEOUT) pass
+# through. Everything starts with setsid and this returns: the device
+# tool's calls are shorter than the sequence. Poll with
+# `scripts/device/collect.sh LOGDIR SECONDS`, which waits for LOGDIR/DONE
+# at most that long and packs the logs into $OUT.
+set -uo pipefail
+BIN="${1:?directory of the binaries}"
+L="${2:-/tmp/sequence}"
+B=/tmp/sequence-bin
+mkdir -p "$B" "$L"
+for f in "$BIN"/*; do
+  case $f in
+    *.xz) xz -dc "$f" > "$B/$(basename "$f" .xz)" ;;
+    *) cp -f "$f" "$B/" ;;
+  esac
+done
+chmod +x "$B"/*
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$L/gpu.txt" 2>&1
+
+# The GPU tests one after another, a line each in tests.txt.
+cat > "$L/tests.sh" <<EOF
+for t in $B/gpu_*; do
+  [ -x "\$t" ] || continue
+  s=\$(date +%s)
+  "\$t" --nocapture --test-threads=1 > "$L/test-\$(basename \$t).log" 2>&1
+  echo "\$(date -u +%T) \$(basename \$t) rc=\$? \$(( \$(date +%s) - s ))s \$(grep -E '^test result' "$L/test-\$(basename \$t).log" | tail -1)" >> "$L/tests.txt"
+done
+touch "$L/tests.done"
+EOF
+setsid bash "$L/tests.sh" > "$L/tests.out" 2>&1 < /dev/null &
+
+cat > "$L/run.sh" <<EOF
+export WAIT_FOR="$L/tests.done" RUN_TIMEOUT="\${RUN_TIMEOUT:-300}"
+bash scripts/device/porep32.sh "$B/cuzk-daemon" "$B/cuzk-bench" "$L/32"
+if [ -n "\${SIZE64:-}" ]; then
+  find "\$HOME/.cache/cuzk/fixtures-32GiB/params" -name '*.params' -size +2G -delete
+  SIZE=64GiB CONFIGS=device DEVICE_RUNS=first TUNING= \\
+    bash scripts/device/porep32.sh "$B/cuzk-daemon" "$B/cuzk-bench" "$L/64"
+fi
+touch "$L/DONE"
+EOF
+setsid bash "$L/run.sh" > "$L/run.out" 2>&1 < /dev/null &
+sleep 15
+cat "$L/gpu.txt" "$L/32/steps.txt" 2>/dev/null
