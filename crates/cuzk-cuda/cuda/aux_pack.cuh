@@ -34,13 +34,19 @@ extern "C" {
 
 // As cuzk_cuda_upload_aux, from the packed form of `aux` (`len` scalars):
 // bitmaps `other` and `one` of (len + 63) / 64 words and the `nothers`
-// values of `others`; `one_v` is the scalar 1 as the host holds it. When
-// the expansion's temporary does not fit, `aux` is copied as it is.
+// values of `others`; `one_v` is the scalar 1 as the host holds it.
+// `*packed` says whether the packed form was used: when the expansion's
+// temporary does not fit (admitted under gpus.vram_limit, or refused by
+// the device) or the bitmaps and values disagree, `aux` is copied as it
+// is. The count, scan and expansion kernels run on the context's upload
+// stream, outside the device lock, as the plain copy does (~2 ms at 2^27).
 RustError cuzk_cuda_upload_aux_packed(cuzk_cuda_ctx* ctx, const fr_t* aux,
                                       size_t len, const uint64_t* other,
                                       const uint64_t* one, const fr_t* others,
-                                      size_t nothers, const fr_t* one_v)
+                                      size_t nothers, const fr_t* one_v,
+                                      int* packed)
 {
+    *packed = 0;
     CUZK_TRY
     const gpu_t& gpu = *ctx->gpu;
     gpu.select();
@@ -64,19 +70,27 @@ RustError cuzk_cuda_upload_aux_packed(cuzk_cuda_ctx* ctx, const fr_t* aux,
     const size_t one_at = other_at + up(nwords * sizeof(uint64_t));
     const size_t others_at = one_at + up(nwords * sizeof(uint64_t));
     const size_t bytes = others_at + nothers * sizeof(fr_t);
+    std::unique_ptr<dev_ptr_t<uint8_t>> tmp;
     try {
         ctx->mem.admit(bytes, "the packed aux's expansion");
-    } catch (const cuda_error&) {
+        tmp.reset(new dev_ptr_t<uint8_t>{bytes, s});
+    } catch (const cuda_error& e) {
+        if (!is_oom(e))
+            throw;
+        (void)cudaGetLastError();
         return cuzk_cuda_upload_aux(ctx, aux, len);
     }
-    dev_ptr_t<uint8_t> tmp{bytes, s};
-    uint8_t* t = &tmp[0];
+    uint8_t* t = &(*tmp)[0];
     uint32_t* counts = (uint32_t*)(t + counts_at);
     uint32_t* offsets = (uint32_t*)(t + offsets_at);
     uint64_t* d_other = (uint64_t*)(t + other_at);
     uint64_t* d_one = (uint64_t*)(t + one_at);
     fr_t* d_others = (fr_t*)(t + others_at);
-    const host_copy_mode m = ctx->copy_mode();
+    // Small copies: page-locking them per copy would stall other
+    // workers' launches for nothing (host_copy.cuh), so not registered.
+    const host_copy_mode m = ctx->copy_mode() == host_copy_mode::registered
+                                 ? host_copy_mode::pageable
+                                 : ctx->copy_mode();
     copy_to_device(m, ctx->chunks, (cudaStream_t)s, d_other, other,
                    nwords * sizeof(uint64_t));
     copy_to_device(m, ctx->chunks, (cudaStream_t)s, d_one, one,
@@ -93,8 +107,10 @@ RustError cuzk_cuda_upload_aux_packed(cuzk_cuda_ctx* ctx, const fr_t* aux,
     uint32_t total = 0;
     s.DtoH(&total, offsets + nwords, 1);
     s.sync();
-    if (total != nothers)
-        return bad_arg("packed aux: other bits and values differ in number");
+    if (total != nothers) {
+        tmp.reset();
+        return cuzk_cuda_upload_aux(ctx, aux, len);
+    }
     fr_t one_d;
     memcpy((void*)&one_d, (const void*)one_v, sizeof(fr_t));
     expand_aux<<<grid_for(s, len, block), block, 0, s>>>(
@@ -103,6 +119,7 @@ RustError cuzk_cuda_upload_aux_packed(cuzk_cuda_ctx* ctx, const fr_t* aux,
     // The temporary goes back to the pool on `s` after the expansion.
     s.sync();
     ctx->aux_len = len;
+    *packed = 1;
     CUZK_CATCH
 }
 

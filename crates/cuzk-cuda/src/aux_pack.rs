@@ -27,13 +27,16 @@ pub(crate) struct PackedAux {
     pub(crate) others: Vec<Scalar>,
 }
 
-/// One 64-aligned run of scalars packed.
-fn pack_run(run: &[Scalar]) -> PackedAux {
+/// One 64-aligned run of scalars packed, or None as soon as more than
+/// one in [`MAX_OTHERS_SHARE`] of them are others (a WindowPoSt witness
+/// is ~99 % others: it stops at once instead of copying them).
+fn pack_run(run: &[Scalar]) -> Option<PackedAux> {
     let words = run.len().div_ceil(64);
+    let limit = run.len() / MAX_OTHERS_SHARE;
     let mut p = PackedAux {
         other: vec![0; words],
         one: vec![0; words],
-        others: Vec::new(),
+        others: Vec::with_capacity(limit),
     };
     let (zero, one) = (Scalar::ZERO, Scalar::ONE);
     for (i, s) in run.iter().enumerate() {
@@ -41,15 +44,19 @@ fn pack_run(run: &[Scalar]) -> PackedAux {
         if *s == one {
             p.one[i / 64] |= bit;
         } else if *s != zero {
+            if p.others.len() == limit {
+                return None;
+            }
             p.other[i / 64] |= bit;
             p.others.push(*s);
         }
     }
-    p
+    Some(p)
 }
 
 /// `aux` packed on up to `threads` threads (0: one a core, at most 16), or
-/// None when more than 1/[`MAX_OTHERS_SHARE`] of its scalars are others.
+/// None when more than one in [`MAX_OTHERS_SHARE`] of the scalars of a
+/// thread's run are others.
 pub(crate) fn pack(aux: &[Scalar], threads: usize) -> Option<PackedAux> {
     let threads = match threads {
         0 => std::thread::available_parallelism().map_or(4, |n| n.get().min(16)),
@@ -59,6 +66,9 @@ pub(crate) fn pack(aux: &[Scalar], threads: usize) -> Option<PackedAux> {
     .min(aux.len() / (1 << 16) + 1);
     // Runs of whole words, so each thread's bitmaps are whole words too.
     let run = aux.len().div_ceil(threads).next_multiple_of(64).max(64);
+    if aux.len() <= run {
+        return pack_run(aux);
+    }
     let parts: Vec<PackedAux> = std::thread::scope(|s| {
         let handles: Vec<_> = aux
             .chunks(run)
@@ -67,12 +77,9 @@ pub(crate) fn pack(aux: &[Scalar], threads: usize) -> Option<PackedAux> {
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    });
+            .collect::<Option<Vec<_>>>()
+    })?;
     let count: usize = parts.iter().map(|p| p.others.len()).sum();
-    if count > aux.len() / MAX_OTHERS_SHARE {
-        return None;
-    }
     let mut all = PackedAux {
         other: Vec::with_capacity(aux.len().div_ceil(64)),
         one: Vec::with_capacity(aux.len().div_ceil(64)),
@@ -105,15 +112,16 @@ mod upload {
             others: *const Scalar,
             nothers: usize,
             one_v: *const Scalar,
+            packed: *mut i32,
         ) -> sppark::Error;
     }
 
     impl Ctx {
         /// Uploads the aux assignment (source [`crate::Source::Aux`]):
-        /// packed when few of its scalars are neither 0 nor 1, as it is
-        /// otherwise.
+        /// packed when few of its scalars are neither 0 nor 1 (and
+        /// `gpus.tuning.plain_aux` is off), as it is otherwise.
         pub(crate) fn upload_aux(&mut self, aux: &[Scalar]) -> Result<(), CudaError> {
-            match super::pack(aux, 0) {
+            match (!self.plain_aux).then(|| super::pack(aux, 0)).flatten() {
                 Some(p) => self.upload_aux_packed(aux, &p),
                 None => self.upload_aux_plain(aux),
             }
@@ -127,9 +135,10 @@ mod upload {
             p: &PackedAux,
         ) -> Result<(), CudaError> {
             let one = <Scalar as ff::Field>::ONE;
+            let mut packed = 0i32;
             // SAFETY: aux, the bitmaps (a word per 64 scalars each), the
             // others and `one` outlive the call, which waits for its
-            // copies.
+            // copies; it writes one int.
             check(unsafe {
                 cuzk_cuda_upload_aux_packed(
                     self.raw(),
@@ -140,8 +149,11 @@ mod upload {
                     p.others.as_ptr(),
                     p.others.len(),
                     &one,
+                    &mut packed,
                 )
-            })
+            })?;
+            self.aux_uploads_packed += u64::from(packed != 0);
+            Ok(())
         }
     }
 }

@@ -163,6 +163,9 @@ pub struct GpuTuning {
     /// at most 2^24); small values make several tiles at a small size,
     /// for tests.
     pub stream_tile_points: u64,
+    /// Copy the aux assignment to the device as it is, never packed
+    /// (`aux_pack.rs`; for side-by-side figures).
+    pub plain_aux: bool,
 }
 
 /// `gpus.tuning.host_copy`.

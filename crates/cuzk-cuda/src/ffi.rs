@@ -336,6 +336,10 @@ pub(crate) fn mem_info(id: usize) -> Result<(u64, u64), CudaError> {
 /// One device's context. Not thread-safe: the backend keeps it in a Mutex.
 pub(crate) struct Ctx {
     raw: NonNull<RawCtx>,
+    /// `gpus.tuning.plain_aux` (worker contexts take their owner's).
+    pub(crate) plain_aux: bool,
+    /// Aux uploads that went packed (`aux_pack.rs`), for tests.
+    pub(crate) aux_uploads_packed: u64,
 }
 
 // SAFETY: the context is only used through &mut (behind a Mutex); the CUDA
@@ -356,7 +360,11 @@ impl Ctx {
         // SAFETY: writes one pointer.
         check(unsafe { cuzk_cuda_ctx_new(device, &mut raw) })?;
         let mut ctx = NonNull::new(raw)
-            .map(|raw| Ctx { raw })
+            .map(|raw| Ctx {
+                raw,
+                plain_aux: false,
+                aux_uploads_packed: 0,
+            })
             .ok_or_else(|| CudaError::Cuda("no context returned".into()))?;
         ctx.set_split01(true)?;
         Ok(ctx)
@@ -373,7 +381,11 @@ impl Ctx {
         // SAFETY: a live owner; writes one pointer.
         check(unsafe { cuzk_cuda_ctx_new_worker(owner.raw.as_ptr(), &mut raw) })?;
         NonNull::new(raw)
-            .map(|raw| Ctx { raw })
+            .map(|raw| Ctx {
+                raw,
+                plain_aux: owner.plain_aux,
+                aux_uploads_packed: 0,
+            })
             .ok_or_else(|| CudaError::Cuda("no context returned".into()))
     }
 
@@ -492,6 +504,7 @@ impl Ctx {
     /// contexts made later take their owner's).
     pub(crate) fn set_tuning(&mut self, tuning: &GpuTuning) -> Result<(), CudaError> {
         let raw = RawTuning::from(tuning);
+        self.plain_aux = tuning.plain_aux;
         // SAFETY: a live context; the struct is read once.
         check(unsafe { cuzk_cuda_set_tuning(self.raw.as_ptr(), &raw) })
     }

@@ -141,6 +141,16 @@ impl StageContext<'_> {
         self.ctx.upload_aux(aux)
     }
 
+    /// `gpus.tuning.plain_aux` for this context: aux copied as it is.
+    pub fn set_plain_aux(&mut self, on: bool) {
+        self.ctx.plain_aux = on;
+    }
+
+    /// How many of this context's aux uploads went packed.
+    pub fn aux_uploads_packed(&self) -> u64 {
+        self.ctx.aux_uploads_packed
+    }
+
     /// Picks the aux scalars set in `density` (source [`Source::Picked`]);
     /// returns how many.
     pub fn pick(&mut self, density: &Density) -> Result<usize, CudaError> {
