@@ -129,11 +129,7 @@ mod upload {
 
         /// `aux` uploaded from `p`, its packed form (aux itself when the
         /// device has no room to expand it).
-        fn upload_aux_packed(
-            &mut self,
-            aux: &[Scalar],
-            p: &PackedAux,
-        ) -> Result<(), CudaError> {
+        fn upload_aux_packed(&mut self, aux: &[Scalar], p: &PackedAux) -> Result<(), CudaError> {
             let one = <Scalar as ff::Field>::ONE;
             let mut packed = 0i32;
             // SAFETY: aux, the bitmaps (a word per 64 scalars each), the
