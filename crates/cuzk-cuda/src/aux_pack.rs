@@ -5,16 +5,15 @@
 //! device expands them (`cuda/aux_pack.cuh`). The copies it saves were
 //! sharing the bus with the SRS sections a small card streams (three aux
 //! uploads a pair of partitions sharing a pass, 2026-12-05). A witness with
-//! more than one in
-//! [`MAX_OTHERS_SHARE`] others is copied as it is.
+//! more than one in [`MAX_OTHERS_SHARE`] others is copied as it is.
 
 use blstrs::Scalar;
 use ff::Field;
 
 /// The largest share of others (1/8) that is packed: the expansion's
-/// temporary then holds at most four bytes a scalar (admitted under
-/// `gpus.vram_limit`, else aux is copied as it is), and the copy is at most
-/// ~1/7 of the plain one.
+/// temporary then holds at most ~4.5 bytes a scalar and CUB's scratch
+/// (admitted under `gpus.vram_limit`, else aux is copied as it is), and
+/// the copy is at most ~1/7 of the plain one.
 pub(crate) const MAX_OTHERS_SHARE: usize = 8;
 
 /// A packed aux assignment (see the module documentation).
