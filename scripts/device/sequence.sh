@@ -14,7 +14,14 @@
 # 64 GiB PoRep is proved on the whole card (`SIZE=64GiB CONFIGS=device
 # DEVICE_RUNS=first`, logs in LOGDIR/64). porep32.sh's variables (CONFIGS,
 # SMALL_RUNS, DEVICE_RUNS, TUNING, TUNING_CONFIGS, RUN_TIMEOUT) pass
-# through. Everything starts with setsid and this returns: the device
+# through. With $OLD_LAB (a cuzk-lab of an earlier commit, plain or .xz)
+# the tests are followed, once porep32.sh has made its parameters and
+# waits for them, by `gpu-bench --log-domain 27 --srs resident
+# --partitions 3` run new, old, new, old (gpu-bench-*.log; issue 35's
+# side-by-side), so nothing else uses the GPU meanwhile. With
+# $PER_PASS_K, last, `gpu-bench --vram-limit 16GiB --partitions-per-pass
+# $PER_PASS_K --srs both` (per-pass.log).
+# Everything starts with setsid and this returns: the device
 # tool's calls are shorter than the sequence. Poll with
 # `scripts/device/collect.sh LOGDIR SECONDS`, which waits for LOGDIR/DONE
 # at most that long and packs the logs into $OUT.
@@ -29,6 +36,12 @@ for f in "$BIN"/*; do
     *) cp -f "$f" "$B/" ;;
   esac
 done
+if [ -n "${OLD_LAB:-}" ]; then
+  case $OLD_LAB in
+    *.xz) xz -dc "$OLD_LAB" > "$B/old-cuzk-lab" ;;
+    *) cp -f "$OLD_LAB" "$B/old-cuzk-lab" ;;
+  esac
+fi
 chmod +x "$B"/*
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$L/gpu.txt" 2>&1
 
@@ -40,6 +53,15 @@ for t in $B/gpu_*; do
   "\$t" --nocapture --test-threads=1 > "$L/test-\$(basename \$t).log" 2>&1
   echo "\$(date -u +%T) \$(basename \$t) rc=\$? \$(( \$(date +%s) - s ))s \$(grep -E '^test result' "$L/test-\$(basename \$t).log" | tail -1)" >> "$L/tests.txt"
 done
+if [ -x "$B/old-cuzk-lab" ]; then
+  for _ in \$(seq 1200); do grep -q 'waiting for' "$L/32/steps.txt" 2>/dev/null && break; sleep 1; done
+  for r in new1 old1 new2 old2; do
+    lab=$B/cuzk-lab; case \$r in old*) lab=$B/old-cuzk-lab ;; esac
+    "\$lab" gpu-bench --log-domain 27 --srs resident --partitions 3 > "$L/gpu-bench-\$r.log" 2>&1
+    rc=\$?
+    echo "\$(date -u +%T) gpu-bench \$r rc=\$rc \$(grep -E '^gpu_bench_summary' "$L/gpu-bench-\$r.log" | tail -1)" >> "$L/tests.txt"
+  done
+fi
 touch "$L/tests.done"
 EOF
 setsid bash "$L/tests.sh" > "$L/tests.out" 2>&1 < /dev/null &
@@ -51,6 +73,13 @@ if [ -n "\${SIZE64:-}" ]; then
   find "\$HOME/.cache/cuzk/fixtures-32GiB/params" -name '*.params' -size +2G -delete
   SIZE=64GiB CONFIGS=device DEVICE_RUNS=first TUNING= \\
     bash scripts/device/porep32.sh "$B/cuzk-daemon" "$B/cuzk-bench" "$L/64"
+fi
+if [ -n "\${PER_PASS_K:-}" ]; then
+  echo "\$(date -u +%T) per-pass gpu-bench k=\$PER_PASS_K" >> "$L/tests.txt"
+  "$B/cuzk-lab" gpu-bench --log-domain 27 --srs both --vram-limit 16GiB \\
+    --partitions-per-pass "\$PER_PASS_K" --partitions 2 > "$L/per-pass.log" 2>&1
+  rc=\$?
+  echo "\$(date -u +%T) per-pass rc=\$rc \$(grep -E '^gpu_bench_per_pass_summary' "$L/per-pass.log")" >> "$L/tests.txt"
 fi
 touch "$L/DONE"
 EOF

@@ -243,6 +243,13 @@ enum Command {
         /// (comma-separated among h, l, a, b_g1, b_g2), the rest stream.
         #[arg(long, value_delimiter = ',')]
         resident_sections: Vec<String>,
+        /// The whole backend proving K partitions a call under
+        /// `--vram-limit`, sharing each pass over the streamed sections
+        /// (`--partitions` such groups after a warm-up); unless `--srs
+        /// streamed`, then the same partitions one at a time with the SRS
+        /// resident on the whole card, side by side.
+        #[arg(long, value_name = "K")]
+        partitions_per_pass: Option<usize>,
     },
     /// Several GPU workers on one device under a VRAM limit: synthetic
     /// chain partitions plus the four 2 KiB kinds, each proof compared with
@@ -385,6 +392,7 @@ fn main() -> Result<()> {
             devices,
             vram_limit,
             resident_sections,
+            partitions_per_pass,
         } => gpu_bench::run(
             log_domain,
             gpu_bench::Opts {
@@ -397,6 +405,7 @@ fn main() -> Result<()> {
                 feed_threads,
                 vram_limit: vram_limit.map(|b| b.as_u64()),
                 resident_sections,
+                partitions_per_pass,
             },
             &workers,
         ),

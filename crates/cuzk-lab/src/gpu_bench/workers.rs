@@ -27,7 +27,7 @@ use cuzk_cuda::{CudaBackend, SrsPlacement};
 use cuzk_prover::backend::{ProverBackend, SrsRef};
 use cuzk_prover::{PartitionWitness, WitnessSize};
 
-use super::imp::{host_srs, make_input, ms, par_fill, par_fill_with, Input};
+use super::input::{host_srs, make_input, ms, par_fill, par_fill_with, HostSrs, Input};
 
 /// a, b, c of one partition.
 type Abc = (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>);
@@ -40,7 +40,34 @@ fn par_copy(v: &[Scalar]) -> Vec<Scalar> {
     par_fill(v.len(), |i| v[i])
 }
 
-fn witness(inp: &Input, abc: Abc) -> PartitionWitness {
+/// A fresh copy of the input's a, b, c (the backend consumes them).
+fn fresh_abc(inp: &Input) -> Abc {
+    (par_copy(&inp.a), par_copy(&inp.b), par_copy(&inp.c))
+}
+
+/// The input as a partition witness, with a fresh copy of a, b, c.
+pub(super) fn witness(inp: &Input) -> PartitionWitness {
+    with_abc(inp, fresh_abc(inp))
+}
+
+/// Gives `w` a fresh copy of the input's a, b, c.
+pub(super) fn refill(w: &mut PartitionWitness, inp: &Input) {
+    (w.a, w.b, w.c) = fresh_abc(inp);
+}
+
+/// The synthetic SRS over `host`'s tiled points (the G1 sections alias).
+pub(super) fn srs_of<'a>(inp: &Input, host: &'a HostSrs) -> SrsRef<'a> {
+    SrsRef {
+        h: &host.g1[..inp.n() - 1],
+        l: &host.g1[..inp.aux.len()],
+        a: &host.g1[..inp.a_len()],
+        b_g1: &host.g1[..inp.b_len()],
+        b_g2: &host.g2[..inp.b_len()],
+        ..inp.vk_ref()
+    }
+}
+
+fn with_abc(inp: &Input, abc: Abc) -> PartitionWitness {
     PartitionWitness {
         a: abc.0,
         b: abc.1,
@@ -72,14 +99,7 @@ pub(crate) fn run(
     let t = Instant::now();
     let inp = make_input(lg_n);
     let host = host_srs(&inp);
-    let srs = SrsRef {
-        h: &host.g1[..inp.n() - 1],
-        l: &host.g1[..inp.aux.len()],
-        a: &host.g1[..inp.a_len()],
-        b_g1: &host.g1[..inp.b_len()],
-        b_g2: &host.g2[..inp.b_len()],
-        ..inp.vk_ref()
-    };
+    let srs = srs_of(&inp, &host);
     // The SRS on each device, as the daemon's SRS manager keeps it.
     let tier = DeviceTier::new();
     let size = WitnessSize {
@@ -117,7 +137,7 @@ pub(crate) fn run(
     let tw = Instant::now();
     let mut reference = None;
     for d in &on {
-        let (first, _) = d.gpu.prove(&mut [witness(&inp, abc())], &d.srs, r, s)?;
+        let (first, _) = d.gpu.prove(&mut [with_abc(&inp, abc())], &d.srs, r, s)?;
         let bytes = first[0].to_bytes();
         if *reference.get_or_insert(bytes) != bytes {
             bail!(
@@ -271,7 +291,7 @@ fn prove_fed(
                 (x.a, x.b, x.c) = abc;
                 x
             }
-            None => witness(inp, abc),
+            None => with_abc(inp, abc),
         };
         let tp = Instant::now();
         let res = d.gpu.prove(std::slice::from_mut(&mut one), &d.srs, r, s);
