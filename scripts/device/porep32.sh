@@ -20,8 +20,8 @@
 # once per daemon configuration ($CONFIGS, below; `v16`, `v24` and `v32`
 # run `first` and `pipelined`, or $SMALL_RUNS, with gpus.vram_limit 16, 24
 # and 32 GiB: the cards operators own; `v16p1` as `v16` with
-# gpus.partitions_per_pass = 1; `v24plain` as `v24` with aux copied as it
-# is, gpus.tuning.plain_aux = true; `auto` and `auto16` the same with no
+# gpus.partitions_per_pass = 1; `v24packed` as `v24` with aux copied
+# packed, gpus.tuning.pack_aux = true; `auto` and `auto16` the same with no
 # [engine] section, the daemon sizing itself). The `snap` configuration
 # then deletes the PoRep parameters, makes SnapDeals' (~30 GB; from its
 # constraint system, recorded at the start beside the other parameters,
@@ -188,9 +188,9 @@ EOF
   if [ -n "${TUNING:-}" ] && [[ " ${TUNING_CONFIGS:-$cfg} " == *" $cfg "* ]]; then
     tune=$TUNING
   fi
-  # A configuration named *plain copies aux as it is (the side-by-side
-  # figure for the packed copies).
-  case $cfg in *plain) tune="${tune:+$tune$'\n'}plain_aux = true" ;; esac
+  # A configuration named *packed copies aux packed (the side-by-side
+  # figure for gpus.tuning.pack_aux).
+  case $cfg in *packed) tune="${tune:+$tune$'\n'}pack_aux = true" ;; esac
   [ -n "$tune" ] && printf '[gpus.tuning]\n%s\n' "$tune" >> "$L/cuzk-$cfg.toml"
   step "$cfg daemon-start"
   # The daemon logs as its config says (RUST_LOG would override it and
@@ -285,7 +285,7 @@ for cfg in ${CONFIGS:-device host}; do
     v16) daemon_runs v16 true "${SMALL_RUNS:-first pipelined}" 16GiB ;;
     v16p1) daemon_runs v16p1 true "${SMALL_RUNS:-first pipelined}" 16GiB ;;
     v24) daemon_runs v24 true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
-    v24plain) daemon_runs v24plain true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
+    v24packed) daemon_runs v24packed true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
     v32) daemon_runs v32 true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
     # No [engine] section: the zero-config daemon sizes itself.
     auto) daemon_runs auto true "${DEVICE_RUNS:-first pipelined}" ;;

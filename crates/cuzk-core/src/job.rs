@@ -102,6 +102,9 @@ pub(crate) struct JobRun {
     /// Partitions handed back by a worker that gave way to a more urgent
     /// job while waiting for memory; handed out again before `next_synth`.
     pub returned: Vec<usize>,
+    /// Times each partition went back to be proved again because its
+    /// device ran out of memory (partitions never retried absent).
+    pub memory_retries: std::collections::BTreeMap<usize, u32>,
     /// Partitions in a worker or waiting in the ready queue.
     pub active: usize,
     /// Partition proofs, by index.

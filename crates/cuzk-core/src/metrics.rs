@@ -39,6 +39,7 @@ pub struct Metrics {
     recovered: IntCounterVec,
     journal_errors: IntCounterVec,
     out_of_service: IntGaugeVec,
+    memory_retries: IntCounterVec,
     uptime: Gauge,
 }
 
@@ -198,6 +199,16 @@ impl Metrics {
                 &["backend"],
             ),
         );
+        let memory_retries = registered(
+            &registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "cuzk_partition_memory_retries_total",
+                    "Partitions proved again after their device ran out of memory, by kind",
+                ),
+                &["kind"],
+            ),
+        );
         let uptime = registered(
             &registry,
             Gauge::new("cuzk_uptime_seconds", "Seconds since the engine started"),
@@ -224,6 +235,7 @@ impl Metrics {
             recovered,
             journal_errors,
             out_of_service,
+            memory_retries,
             uptime,
         }
     }
@@ -231,6 +243,14 @@ impl Metrics {
     /// Device `backend` failed and is out of service.
     pub fn device_out_of_service(&self, backend: &str) {
         self.out_of_service.with_label_values(&[backend]).set(1);
+    }
+
+    /// A partition of `kind` goes back to be proved again: its device ran
+    /// out of memory.
+    pub fn memory_retry(&self, kind: ProofKind) {
+        self.memory_retries
+            .with_label_values(&[kind.as_str()])
+            .inc();
     }
 
     /// A request id reused with another payload; `old_job` is "finished"

@@ -180,3 +180,71 @@ async fn with_every_device_out_of_service_jobs_fail_saying_why_and_new_ones_are_
     assert!(st.out_of_service.iter().all(Option::is_some));
     assert_eq!(st.failed, 1);
 }
+
+/// An engine on one scripted device.
+fn one_device(s: &Shared) -> (Engine, Arc<FakeDevice>) {
+    let d = FakeDevice::new(s, "scripted:0");
+    let e = engine_on_devices(
+        s,
+        EngineConfig {
+            partition_workers: 1.into(),
+            gpu_workers_per_device: 1.into(),
+            critical_workers: 0,
+            ..Default::default()
+        },
+        MemoryBudget::new(1 << 40),
+        vec![d.clone() as _],
+    );
+    (e, d)
+}
+
+#[tokio::test]
+async fn a_partition_its_device_had_no_memory_for_is_proved_again() {
+    let s = shared();
+    let (e, d) = one_device(&s);
+    d.short_of_memory
+        .store(2, std::sync::atomic::Ordering::SeqCst);
+    let job = e
+        .enqueue(request_of(porep(), 1, 3, Priority::Normal, None))
+        .unwrap();
+    let o = done(&e, &job.job_id).await;
+    assert_eq!(o.status, JobStatus::Completed, "{}", o.error);
+    // Three partitions, two calls refused for memory: five calls.
+    assert_eq!(d.calls().len(), 5, "{:?}", d.calls());
+    let mut proved = s.proved();
+    proved.sort();
+    proved.dedup();
+    assert_eq!(proved.len(), 3, "{proved:?}");
+    // The device stays in service; the retries are counted.
+    assert_eq!(e.status().out_of_service, vec![None]);
+    let metrics = e.metrics_text();
+    assert!(
+        metrics.contains("cuzk_partition_memory_retries_total{kind=\"porep\"} 2"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn a_partition_short_of_memory_every_time_fails_its_job_saying_why() {
+    let s = shared();
+    let (e, d) = one_device(&s);
+    d.short_of_memory
+        .store(usize::MAX, std::sync::atomic::Ordering::SeqCst);
+    let job = e
+        .enqueue(request_of(porep(), 1, 1, Priority::Normal, None))
+        .unwrap();
+    let o = done(&e, &job.job_id).await;
+    assert_eq!(o.status, JobStatus::Failed);
+    assert!(o.error.contains("out of device memory"), "{}", o.error);
+    assert!(o.error.contains("proved again 3 times"), "{}", o.error);
+    // The first call and three more, then the job ends.
+    assert_eq!(d.calls().len(), 4, "{:?}", d.calls());
+    assert_eq!(e.status().out_of_service, vec![None]);
+    // The engine still proves: the next job completes.
+    d.short_of_memory
+        .store(0, std::sync::atomic::Ordering::SeqCst);
+    let next = e
+        .enqueue(request_of(porep(), 2, 1, Priority::Normal, None))
+        .unwrap();
+    assert_eq!(done(&e, &next.job_id).await.status, JobStatus::Completed);
+}

@@ -117,10 +117,10 @@ mod upload {
 
     impl Ctx {
         /// Uploads the aux assignment (source [`crate::Source::Aux`]):
-        /// packed when few of its scalars are neither 0 nor 1 (and
-        /// `gpus.tuning.plain_aux` is off), as it is otherwise.
+        /// packed when `gpus.tuning.pack_aux` is on and few of its
+        /// scalars are neither 0 nor 1, as it is otherwise.
         pub(crate) fn upload_aux(&mut self, aux: &[Scalar]) -> Result<(), CudaError> {
-            match (!self.plain_aux).then(|| super::pack(aux, 0)).flatten() {
+            match self.pack_aux.then(|| super::pack(aux, 0)).flatten() {
                 Some(p) => self.upload_aux_packed(aux, &p),
                 None => self.upload_aux_plain(aux),
             }

@@ -163,9 +163,12 @@ pub struct GpuTuning {
     /// at most 2^24); small values make several tiles at a small size,
     /// for tests.
     pub stream_tile_points: u64,
-    /// Copy the aux assignment to the device as it is, never packed
-    /// (`aux_pack.rs`; for side-by-side figures).
-    pub plain_aux: bool,
+    /// Copy the aux assignment to the device packed (`aux_pack.rs`: two
+    /// bitmaps and the values neither 0 nor 1, expanded on the device)
+    /// instead of as it is. Off: on the H200 at `vram_limit` 16/24/32 GiB
+    /// (2026-12-05) it did not pay, and it took device memory past the
+    /// limit.
+    pub pack_aux: bool,
 }
 
 /// `gpus.tuning.host_copy`.

@@ -140,6 +140,12 @@ impl Device {
         Flight { dev: self }
     }
 
+    /// Wakes partitions waiting for device memory: a context in flight
+    /// gave its buffers back.
+    pub(crate) fn freed(&self) {
+        self.ended.notify_all();
+    }
+
     /// Whether a waiting partition asked the others to give memory back.
     pub(crate) fn squeezed(&self) -> bool {
         self.squeeze.load(Ordering::Relaxed)

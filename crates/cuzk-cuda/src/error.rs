@@ -28,9 +28,7 @@ impl From<CudaError> for cuzk_prover::ProverError {
             CudaError::Input(m) => cuzk_prover::ProverError::Input(m),
             CudaError::Cuda(m) => cuzk_prover::ProverError::Backend(format!("cuda: {m}")),
             CudaError::DeviceLost(m) => cuzk_prover::ProverError::Device(format!("cuda: {m}")),
-            CudaError::OutOfMemory(m) => {
-                cuzk_prover::ProverError::Backend(format!("cuda: out of device memory: {m}"))
-            }
+            CudaError::OutOfMemory(m) => cuzk_prover::ProverError::Memory(format!("cuda: {m}")),
             other => cuzk_prover::ProverError::Backend(other.to_string()),
         }
     }

@@ -336,8 +336,8 @@ pub(crate) fn mem_info(id: usize) -> Result<(u64, u64), CudaError> {
 /// One device's context. Not thread-safe: the backend keeps it in a Mutex.
 pub(crate) struct Ctx {
     raw: NonNull<RawCtx>,
-    /// `gpus.tuning.plain_aux` (worker contexts take their owner's).
-    pub(crate) plain_aux: bool,
+    /// `gpus.tuning.pack_aux` (worker contexts take their owner's).
+    pub(crate) pack_aux: bool,
     /// Aux uploads that went packed (`aux_pack.rs`), for tests.
     pub(crate) aux_uploads_packed: u64,
 }
@@ -362,7 +362,7 @@ impl Ctx {
         let mut ctx = NonNull::new(raw)
             .map(|raw| Ctx {
                 raw,
-                plain_aux: false,
+                pack_aux: false,
                 aux_uploads_packed: 0,
             })
             .ok_or_else(|| CudaError::Cuda("no context returned".into()))?;
@@ -383,7 +383,7 @@ impl Ctx {
         NonNull::new(raw)
             .map(|raw| Ctx {
                 raw,
-                plain_aux: owner.plain_aux,
+                pack_aux: owner.pack_aux,
                 aux_uploads_packed: 0,
             })
             .ok_or_else(|| CudaError::Cuda("no context returned".into()))
@@ -504,7 +504,7 @@ impl Ctx {
     /// contexts made later take their owner's).
     pub(crate) fn set_tuning(&mut self, tuning: &GpuTuning) -> Result<(), CudaError> {
         let raw = RawTuning::from(tuning);
-        self.plain_aux = tuning.plain_aux;
+        self.pack_aux = tuning.pack_aux;
         // SAFETY: a live context; the struct is read once.
         check(unsafe { cuzk_cuda_set_tuning(self.raw.as_ptr(), &raw) })
     }

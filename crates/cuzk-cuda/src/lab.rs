@@ -141,9 +141,9 @@ impl StageContext<'_> {
         self.ctx.upload_aux(aux)
     }
 
-    /// `gpus.tuning.plain_aux` for this context: aux copied as it is.
-    pub fn set_plain_aux(&mut self, on: bool) {
-        self.ctx.plain_aux = on;
+    /// `gpus.tuning.pack_aux` for this context: aux copied packed.
+    pub fn set_pack_aux(&mut self, on: bool) {
+        self.ctx.pack_aux = on;
     }
 
     /// How many of this context's aux uploads went packed.

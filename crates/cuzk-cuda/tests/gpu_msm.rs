@@ -135,7 +135,7 @@ fn a_pick_in_place_equals_a_pick_into_a_second_buffer() {
 /// Aux shaped like a PoRep partition's (mostly zeros and ones, one in 50
 /// an other value; `aux_pack.rs` packs it: bitmaps and the others, expanded
 /// on the device) reaches the MSMs as the scalars themselves: an MSM over
-/// it equals one over the same aux copied as it is (`plain_aux`) and the
+/// it equals one over the same aux copied as it is (`pack_aux` off) and the
 /// CPU's sum, and so does one over a pick in place from it. The
 /// length spans several packing threads' runs and ends mid-word; others
 /// sit on words' first and last bits too.
@@ -156,11 +156,15 @@ fn aux_copied_packed_reaches_the_msms_unchanged() {
         })
         .collect();
     let points: Vec<G1Affine> = (0..n).map(|i| pattern[i % pattern.len()]).collect();
-    st.set_plain_aux(true);
+    st.set_pack_aux(false);
     st.upload_aux(&scalars).expect("aux, plain");
     let plain = st.msm_g1(Source::Aux, &points).expect("MSM over plain aux");
-    assert_eq!(st.aux_uploads_packed(), 0, "plain_aux copies as it is");
-    st.set_plain_aux(false);
+    assert_eq!(
+        st.aux_uploads_packed(),
+        0,
+        "without pack_aux aux goes as it is"
+    );
+    st.set_pack_aux(true);
     st.upload_aux(&scalars).expect("aux, packed");
     assert_eq!(st.aux_uploads_packed(), 1, "this aux goes packed");
     let whole = st.msm_g1(Source::Aux, &points).expect("MSM over aux");

@@ -14,4 +14,10 @@ pub enum ProverError {
     /// out of service and proves the partition on another device.
     #[error("device failure: {0}")]
     Device(String),
+    /// The device had no room for the partition this time: every staging
+    /// tier failed and waiting for other partitions' memory did not help.
+    /// Nothing is wrong with the input or the device; the engine proves
+    /// the partition again (a bounded number of times).
+    #[error("out of device memory: {0}")]
+    Memory(String),
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use blstrs::Scalar;
 use cuzk_prover::{ProverBackend, ProverError};
 use ff::Field;
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 use super::workers::{catch, finish, halted, Step};
 use super::{end_job, end_job_as, Inner, Journaled, PartKey, ReadyPartition, State, WorkerTask};
@@ -105,6 +105,13 @@ fn settle<'a>(
         }
         Step::Done(_) | Step::Dropped | Step::Returned => {}
         Step::Lost(why) => device_lost(&mut st, inner, slot, (job, k), why),
+        Step::ShortOfMemory(why) if st.out_of_service[slot].is_none() => {
+            if let Err(e) = prove_again(&mut st, inner, (job, k), why) {
+                let outcome = job.outcome_now(JobStatus::Failed, Vec::new(), e, Duration::ZERO);
+                end_job(&mut st, inner, job, outcome);
+            }
+        }
+        Step::ShortOfMemory(why) => device_lost(&mut st, inner, slot, (job, k), why),
         // Whatever a partition on a device already out of service ends
         // with, it is proved again elsewhere.
         Step::Failed(e) if st.out_of_service[slot].is_some() => {
@@ -116,6 +123,44 @@ fn settle<'a>(
         }
     }
     st
+}
+
+/// Times a partition goes back to be proved again after its device ran
+/// out of memory, before its job fails saying so.
+pub(super) const MEMORY_RETRIES: u32 = 3;
+
+/// Partition `k` of `job` goes back to its job to be synthesized and proved
+/// again (its device ran out of memory: `why`); an error once it has done
+/// so [`MEMORY_RETRIES`] times.
+fn prove_again(
+    st: &mut State,
+    inner: &Inner,
+    (job, k): (&Arc<Job>, usize),
+    why: String,
+) -> Result<(), String> {
+    if job.is_done() {
+        return Ok(());
+    }
+    let mut run = job.run();
+    let tries = run.memory_retries.entry(k).or_insert(0);
+    if *tries >= MEMORY_RETRIES {
+        return Err(format!("{why} (proved again {MEMORY_RETRIES} times)"));
+    }
+    *tries += 1;
+    warn!(
+        job_id = %job.id,
+        partition = k,
+        retry = *tries,
+        of = MEMORY_RETRIES,
+        "the device ran out of memory for a partition; it is proved again: {why}"
+    );
+    run.returned.push(k);
+    drop(run);
+    inner.metrics.memory_retry(job.kind);
+    st.synth_queue
+        .insert((Reverse(job.priority), job.seq), job.clone());
+    inner.synth_cv.notify_all();
+    Ok(())
 }
 
 /// `first` and up to `group − 1` more ready partitions of its circuit
@@ -373,6 +418,10 @@ fn prove_live(
         Ok(Err(e @ ProverError::Device(_))) => taken
             .iter()
             .map(|(_, k)| Step::Lost(format!("partition {k}: {e}")))
+            .collect(),
+        Ok(Err(e @ ProverError::Memory(_))) => taken
+            .iter()
+            .map(|(_, k)| Step::ShortOfMemory(format!("partition {k}: {e}")))
             .collect(),
         Ok(Err(e)) => taken
             .iter()

@@ -99,6 +99,10 @@ pub(super) enum Step<T> {
     /// The device failed under the partition (a prover step only): the
     /// device goes out of service, the partition back to its job.
     Lost(String),
+    /// The device ran out of memory for the partition (a prover step
+    /// only): it goes back to its job to be proved again, a bounded
+    /// number of times.
+    ShortOfMemory(String),
     Failed(String),
 }
 
@@ -139,7 +143,7 @@ fn synth_loop(inner: &Arc<Inner>, w: usize) {
                         .insert((Reverse(job.priority), job.seq), job.clone());
                 }
             }
-            Step::Failed(e) | Step::Lost(e) => {
+            Step::Failed(e) | Step::Lost(e) | Step::ShortOfMemory(e) => {
                 job.run().active -= 1;
                 let outcome = job.outcome_now(JobStatus::Failed, Vec::new(), e, Duration::ZERO);
                 end_job(&mut st, inner, &job, outcome);
@@ -275,7 +279,7 @@ fn synthesize(inner: &Arc<Inner>, job: &Arc<Job>, k: usize, build: bool) -> Step
         Step::Done(x) => x,
         Step::Dropped => return Step::Dropped,
         Step::Returned => return Step::Returned,
-        Step::Failed(e) | Step::Lost(e) => return Step::Failed(e),
+        Step::Failed(e) | Step::Lost(e) | Step::ShortOfMemory(e) => return Step::Failed(e),
     };
     info!(target: "partition", job_id = %job.id, partition = k, bytes = reservation.bytes(), "synthesis start");
     let t = Instant::now();

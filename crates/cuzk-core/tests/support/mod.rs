@@ -422,6 +422,8 @@ pub struct FakeDevice {
     pub shared: Shared,
     pub name: String,
     pub failing: std::sync::atomic::AtomicBool,
+    /// Calls still to fail as a device out of memory does.
+    pub short_of_memory: std::sync::atomic::AtomicUsize,
     /// (marker, partition) of every call, in order.
     pub calls: Mutex<Vec<(u8, usize)>>,
 }
@@ -432,6 +434,7 @@ impl FakeDevice {
             shared: shared.clone(),
             name: name.into(),
             failing: Default::default(),
+            short_of_memory: Default::default(),
             calls: Mutex::new(Vec::new()),
         })
     }
@@ -474,6 +477,17 @@ impl ProverBackend for FakeDevice {
         };
         if let Some(e) = lost() {
             return Err(e);
+        }
+        let short = self.short_of_memory.fetch_update(
+            std::sync::atomic::Ordering::SeqCst,
+            std::sync::atomic::Ordering::SeqCst,
+            |n| n.checked_sub(1),
+        );
+        if short.is_ok() {
+            return Err(ProverError::Memory(format!(
+                "{}: scripted, no room",
+                self.name
+            )));
         }
         let proved = FakeBackend(self.shared.clone()).prove_with(witnesses, srs, r, s, abc_freed);
         match lost() {

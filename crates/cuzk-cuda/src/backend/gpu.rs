@@ -52,9 +52,14 @@ pub(super) fn prove(
     if !urgent {
         backend.dev.yield_to_waiters();
     }
+    // In flight for as long as the context is taken (declared first, so
+    // dropped after it, on every path): a partition short of memory then
+    // never takes this context's buffers for nobody's (neither in flight
+    // nor idle) and gives up alone (a 24 GiB job lost two partitions so
+    // on 2026-12-05).
+    let flight = backend.dev.flight();
     let mut worker = backend.dev.take_worker(urgent)?;
     for (i, ((w, r), s)) in witnesses.iter_mut().zip(r).zip(s).enumerate() {
-        let flight = backend.dev.flight();
         let m = partition(
             &mut worker,
             backend,
@@ -68,12 +73,14 @@ pub(super) fn prove(
             // Another partition waits for device memory: give back the
             // buffers this context would have kept.
             worker.trim()?;
+            backend.dev.freed();
         }
-        drop(flight);
         let t = Instant::now();
         proofs.push(assemble(srs, &m, *r, *s)?);
         stats.assembly += t.elapsed();
     }
+    drop(worker);
+    drop(flight);
     Ok((proofs, stats))
 }
 

@@ -67,6 +67,8 @@ pub(super) fn prove(
     let dev = &*backend.dev;
     let mut stats = ProveStats::default();
     dev.yield_to_waiters();
+    // In flight while its contexts are taken (see `gpu::prove`).
+    let flight = dev.flight();
     let mut workers = (0..witnesses.len())
         .map(|_| dev.take_worker(false))
         .collect::<Result<Vec<Worker<'_>>, CudaError>>()?;
@@ -77,7 +79,6 @@ pub(super) fn prove(
     for w in workers.iter_mut().skip(1) {
         w.trim()?;
     }
-    let flight = dev.flight();
     let wait = Waits::new(dev, counters);
     let mut hs = Vec::with_capacity(witnesses.len());
     // Whether each context still holds its partition's aux after its H
@@ -123,6 +124,8 @@ pub(super) fn prove(
             c.trim()?;
         }
     }
+    drop(ctxs);
+    drop(workers);
     drop(flight);
     let t = Instant::now();
     let mut proofs = Vec::with_capacity(ms.len());
