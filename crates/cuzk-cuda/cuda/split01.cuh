@@ -388,6 +388,19 @@ static bool msm_split01_streamed(const gpu_t& gpu, const cuzk_cuda_tuning& tune,
     typedef typename affine_T::mem_t affine_mem;
     const stream_t& st = gpu;
     const size_t nsums = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+    // `gpus.tuning.trace_split`: each phase waited for and timed (where
+    // a shared pass's time goes: the count, the tiles, the others).
+    const bool trace = tune.split_trace != 0;
+    auto t0 = std::chrono::steady_clock::now();
+    auto lap = [&](const char* what, size_t j) {
+        if (!trace)
+            return;
+        st.sync();
+        auto t1 = std::chrono::steady_clock::now();
+        fprintf(stderr, "split01-streamed n=%zu k=%zu %s %zu %.2f ms\n", n, k, what, j,
+                std::chrono::duration<double, std::milli>(t1 - t0).count());
+        t0 = t1;
+    };
     // One tile's ones at a time: their indices are the tile's.
     size_t tile = hp.tile_points ? hp.tile_points
                                  : msm_driver<bucket_T, point_T, affine_T>::MAX_TILE;
@@ -423,6 +436,7 @@ static bool msm_split01_streamed(const gpu_t& gpu, const cuzk_cuda_tuning& tune,
         p.shape->others += p.others;
         st.bzero(p.sc->counts.ptr, 2);
     }
+    lap("classify", k);
     {
         tile_pair tiles(st, gpu[1], hp, tile);
         const size_t ntiles = (n + tile - 1) / tile;
@@ -462,6 +476,7 @@ static bool msm_split01_streamed(const gpu_t& gpu, const cuzk_cuda_tuning& tune,
             if (t + 2 < ntiles)
                 tiles.fill(t + 2, (t + 2) * tile, len(t + 2));
         }
+        lap("tiles", ntiles);
     }
     for (size_t j = 0; j < k; j++) {
         split_part<point_T>& p = parts[j];
@@ -472,6 +487,7 @@ static bool msm_split01_streamed(const gpu_t& gpu, const cuzk_cuda_tuning& tune,
             msm_device<bucket_T>(gpu, tune, (const affine_T*)p.sc->points.ptr,
                                  p.sc->scalars.ptr, p.others, &sum_others,
                                  p.mem->room());
+            lap("others", p.others);
         }
         point_T sum_ones;
         sum_ones.inf();
@@ -480,6 +496,7 @@ static bool msm_split01_streamed(const gpu_t& gpu, const cuzk_cuda_tuning& tune,
             st.DtoH(part.data(), (bucket_mem*)p.sc->sums.ptr + nsums, nsums);
             st.sync();
             sum_ones = sum_up(part);
+            lap("ones", p.ones);
         }
         st.sync();
         *p.out = sum_others;
