@@ -437,6 +437,29 @@ static bool msm_split01_streamed(const gpu_t& gpu, const cuzk_cuda_tuning& tune,
         st.bzero(p.sc->counts.ptr, 2);
     }
     lap("classify", k);
+    // With gpus.tuning.split_tile_others, each MSM's others go through
+    // Pippenger tile by tile (the gathered slice [done, now) after each
+    // tile, while the copy stream fills the next ones), summed here.
+    const bool per_tile = tune.split_tile_others != 0;
+    std::vector<point_T> tile_others(k);
+    std::vector<uint32_t> done(k, 0);
+    for (auto& x : tile_others)
+        x.inf();
+    auto others_so_far = [&](size_t j) {
+        split_part<point_T>& p = parts[j];
+        uint32_t now = 0;
+        st.DtoH(&now, p.sc->counts.ptr, 1);
+        st.sync();
+        if (now <= done[j])
+            return;
+        const affine_mem* from = (const affine_mem*)p.sc->points.ptr + done[j];
+        point_T part;
+        part.inf();
+        msm_device<bucket_T>(gpu, tune, (const affine_T*)from, p.sc->scalars.ptr + done[j],
+                             now - done[j], &part, p.mem->room());
+        tile_others[j].add(part);
+        done[j] = now;
+    };
     {
         tile_pair tiles(st, gpu[1], hp, tile);
         const size_t ntiles = (n + tile - 1) / tile;
@@ -475,6 +498,9 @@ static bool msm_split01_streamed(const gpu_t& gpu, const cuzk_cuda_tuning& tune,
             tiles.release(t, st);
             if (t + 2 < ntiles)
                 tiles.fill(t + 2, (t + 2) * tile, len(t + 2));
+            if (per_tile)
+                for (size_t j = 0; j < k; j++)
+                    others_so_far(j);
         }
         lap("tiles", ntiles);
     }
@@ -482,7 +508,10 @@ static bool msm_split01_streamed(const gpu_t& gpu, const cuzk_cuda_tuning& tune,
         split_part<point_T>& p = parts[j];
         point_T sum_others;
         sum_others.inf();
-        if (p.others) {
+        if (per_tile) {
+            others_so_far(j);
+            sum_others = tile_others[j];
+        } else if (p.others) {
             st.sync();
             msm_device<bucket_T>(gpu, tune, (const affine_T*)p.sc->points.ptr,
                                  p.sc->scalars.ptr, p.others, &sum_others,

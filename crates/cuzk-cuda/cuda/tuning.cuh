@@ -31,6 +31,10 @@ struct cuzk_cuda_tuning {
     uint8_t ntt_trace;
     uint8_t split_trace;
     uint8_t split_check;
+    // A streamed split MSM runs Pippenger over each tile's others as soon
+    // as they are gathered, beside the next tiles' copies, instead of over
+    // all of them after the last tile (split01.cuh).
+    uint8_t split_tile_others;
     // Points of one tile of an MSM streamed from host memory (0: the
     // driver's choice, at most 2^24; small values test several tiles at a
     // small size).
@@ -49,6 +53,7 @@ static inline cuzk_cuda_tuning default_tuning()
     t.ntt_trace = 0;
     t.split_trace = 0;
     t.split_check = 0;
+    t.split_tile_others = 0;
     t.stream_tile_points = 0;
     return t;
 }

@@ -152,6 +152,11 @@ pub struct GpuTuning {
     /// Compute every split MSM again by plain Pippenger and print whether
     /// the two agree (slow: for debugging).
     pub check_split: bool,
+    /// A streamed 0/1-split MSM (a small card's L, A, B) runs Pippenger
+    /// over each tile's other scalars as soon as they are gathered, while
+    /// the next tiles are copied, instead of over all of them after the
+    /// last tile. Not yet measured: off.
+    pub split_tile_others: bool,
     /// Failure hook (for tests of a daemon with several GPUs): the device
     /// of this index fails every partition after its first
     /// `fail_after_partitions`, as a lost device does.

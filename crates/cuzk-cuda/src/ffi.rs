@@ -31,6 +31,7 @@ struct RawTuning {
     ntt_trace: u8,
     split_trace: u8,
     split_check: u8,
+    split_tile_others: u8,
     stream_tile_points: u64,
 }
 
@@ -63,6 +64,7 @@ impl From<&GpuTuning> for RawTuning {
             ntt_trace: u8::from(t.trace_ntt),
             split_trace: u8::from(t.trace_split),
             split_check: u8::from(t.check_split),
+            split_tile_others: u8::from(t.split_tile_others),
             stream_tile_points: t.stream_tile_points,
         }
     }

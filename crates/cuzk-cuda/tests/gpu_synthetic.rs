@@ -560,7 +560,9 @@ fn an_injected_failure_in_one_worker_leaves_the_other_alone() {
 /// Partitions sharing a pass over the streamed sections (tiles of 4096
 /// points, so each section crosses many tiles): the proofs are the CPU
 /// backend's and those of one partition at a time, and L, A and B are
-/// copied to the device once for the group, not once per partition.
+/// copied to the device once for the group, not once per partition; so
+/// with each tile's others through Pippenger as they are gathered
+/// (`split_tile_others`).
 #[test]
 fn partitions_sharing_a_streamed_pass_copy_each_section_once() {
     let Some(_gpu) = common::gpu() else { return };
@@ -581,15 +583,15 @@ fn partitions_sharing_a_streamed_pass_copy_each_section_once() {
         stream_tile_points: 4096,
         ..Default::default()
     };
-    let streamed = |k: usize| {
+    let streamed = |k: usize, tuning: &cuzk_cuda::GpuTuning| {
         CudaBackend::with_placement(0, SrsPlacement::Never)
             .expect("streamed backend")
-            .with_tuning(&tuning)
+            .with_tuning(tuning)
             .expect("tuning")
             .with_partitions_per_pass(k)
     };
-    let run = |k: usize| {
-        let (proofs, stats) = streamed(k)
+    let run = |k: usize, tuning: &cuzk_cuda::GpuTuning| {
+        let (proofs, stats) = streamed(k, tuning)
             .prove(&mut witnesses.clone(), &srs, &r, &s)
             .unwrap_or_else(|e| panic!("{k} per pass: {e}"));
         common::print_stats(
@@ -600,12 +602,18 @@ fn partitions_sharing_a_streamed_pass_copy_each_section_once() {
         let bytes: Vec<_> = proofs.iter().map(|p| p.to_bytes()).collect();
         assert!(
             bytes == cpu,
-            "{k} per pass: the proofs differ from the CPU's"
+            "{k} per pass, {tuning:?}: the proofs differ from the CPU's"
         );
         stats.streamed_bytes
     };
-    let alone = run(1);
-    let shared = run(count);
+    let alone = run(1, &tuning);
+    let shared = run(count, &tuning);
+    let tile_others = cuzk_cuda::GpuTuning {
+        split_tile_others: true,
+        ..tuning.clone()
+    };
+    assert_eq!(run(1, &tile_others), alone, "tile by tile, alone");
+    assert_eq!(run(count, &tile_others), shared, "tile by tile, shared");
     let bi = witnesses[0].b_input_density.count();
     let ni = witnesses[0].input.len();
     let h = srs.h.len() as u64 * 96;
