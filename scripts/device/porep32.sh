@@ -21,7 +21,8 @@
 # run `first` and `pipelined`, or $SMALL_RUNS, with gpus.vram_limit 16, 24
 # and 32 GiB: the cards operators own; `v16p1` as `v16` with
 # gpus.partitions_per_pass = 1; `v24packed` as `v24` with aux copied
-# packed, gpus.tuning.pack_aux = true; `auto` and `auto16` the same with no
+# packed, gpus.tuning.pack_aux = true; `v24tile`/`v32tile` as `v24`/`v32`
+# with gpus.tuning.split_tile_others = true; `auto` and `auto16` the same with no
 # [engine] section, the daemon sizing itself). The `snap` configuration
 # then deletes the PoRep parameters, makes SnapDeals' (~30 GB; from its
 # constraint system, recorded at the start beside the other parameters,
@@ -191,6 +192,8 @@ EOF
   # A configuration named *packed copies aux packed (the side-by-side
   # figure for gpus.tuning.pack_aux).
   case $cfg in *packed) tune="${tune:+$tune$'\n'}pack_aux = true" ;; esac
+  # *tile: each streamed tile's others through Pippenger as gathered.
+  case $cfg in *tile) tune="${tune:+$tune$'\n'}split_tile_others = true" ;; esac
   [ -n "$tune" ] && printf '[gpus.tuning]\n%s\n' "$tune" >> "$L/cuzk-$cfg.toml"
   step "$cfg daemon-start"
   # The daemon logs as its config says (RUST_LOG would override it and
@@ -287,6 +290,8 @@ for cfg in ${CONFIGS:-device host}; do
     v24) daemon_runs v24 true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
     v24packed) daemon_runs v24packed true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
     v32) daemon_runs v32 true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
+    v24tile) daemon_runs v24tile true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
+    v32tile) daemon_runs v32tile true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
     # No [engine] section: the zero-config daemon sizes itself.
     auto) daemon_runs auto true "${DEVICE_RUNS:-first pipelined}" ;;
     auto16) daemon_runs auto16 true "${SMALL_RUNS:-first pipelined}" 16GiB ;;
