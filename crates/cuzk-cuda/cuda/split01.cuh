@@ -420,7 +420,16 @@ static bool msm_split01_streamed(const gpu_t& gpu, const cuzk_cuda_tuning& tune,
     // The tiles and the k index lists take at most three quarters of
     // what is left (the pool's).
     dalloc& mem = *parts[0].mem;
-    const size_t room = mem.room();
+    size_t room = mem.room();
+    if (tune.split_tile_others) {
+        // The per-tile Pippenger runs while the tiles are held: its least
+        // scratch (for a tile's worth of others) stays out of their room.
+        size_t most = 0;
+        for (size_t j = 0; j < k; j++)
+            most = parts[j].others > most ? parts[j].others : most;
+        const size_t need = msm_scratch_bytes(gpu, tune, most < tile ? most : tile, true);
+        room = room > need ? room - need : 0;
+    }
     size_t fit = room / 4 * 3 / (2 * sizeof(affine_mem) + k * sizeof(uint32_t));
     const size_t floor = (size_t)1 << 16;
     if (fit < tile)

@@ -84,6 +84,13 @@ impl CudaBackend {
         let mut b = CudaBackend::with_placement(device, gpus.srs_on_device)?;
         b.abc_on_device = gpus.abc_on_device;
         b.partitions_per_pass = gpus.partitions_per_pass.max(1);
+        if let Some(plain) = gpus.tuning.plain_aux {
+            tracing::warn!(
+                plain_aux = plain,
+                pack_aux = gpus.tuning.pack_aux,
+                "gpus.tuning.plain_aux is ignored: aux is copied as it is unless gpus.tuning.pack_aux = true"
+            );
+        }
         if gpus.tuning.fail_device == Some(device) {
             tracing::warn!(
                 device,

@@ -174,6 +174,11 @@ pub struct GpuTuning {
     /// (2026-12-05) it did not pay, and it took device memory past the
     /// limit.
     pub pack_aux: bool,
+    /// The earlier name's opposite (aux copied as it is, which is now the
+    /// default): accepted so that configs written for it still load, and
+    /// ignored; `pack_aux` decides.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plain_aux: Option<bool>,
 }
 
 /// `gpus.tuning.host_copy`.
@@ -267,6 +272,17 @@ mod tests {
         assert!(g.tuning.trace_msm && !g.tuning.trace_ntt);
         assert_eq!(g.validate(), Ok(()));
         assert!(toml::from_str::<GpusConfig>("[tuning]\nwbits = 3\n").is_err());
+    }
+
+    #[test]
+    fn aux_is_copied_as_it_is_unless_pack_aux_and_the_old_key_still_loads() {
+        assert!(!GpusConfig::default().tuning.pack_aux);
+        assert!(parse("[tuning]\npack_aux = true\n").tuning.pack_aux);
+        // A config written for the earlier `plain_aux` still loads; the
+        // key decides nothing.
+        let g = parse("[tuning]\nplain_aux = false\n");
+        assert_eq!(g.tuning.plain_aux, Some(false));
+        assert!(!g.tuning.pack_aux);
     }
 
     #[test]

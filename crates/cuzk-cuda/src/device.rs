@@ -166,6 +166,12 @@ impl Device {
         }
         let flights = self.flights.lock().unwrap_or_else(|p| p.into_inner());
         if *flights <= 1 {
+            // A call that ended since the trim above put its contexts
+            // back before its flight ended: theirs are freed now.
+            drop(flights);
+            if self.trim_idle()? {
+                return Ok(Wait::Freed);
+            }
             return Ok(Wait::Alone);
         }
         self.squeeze.store(true, Ordering::Relaxed);

@@ -83,7 +83,9 @@ pub(crate) fn run(o: &PerPass) -> Result<()> {
     };
     let resident = match o.resident_beside {
         true => {
+            // The limit is the device's (every backend on it): lifted.
             let gpu = CudaBackend::with_placement(o.device, SrsPlacement::Always)?
+                .with_memory(None, DEFAULT_VRAM_MARGIN)?
                 .with_partitions_per_pass(1);
             let n = o.groups * o.k;
             Some(mode(&gpu, &inp, &srs, (n, 1), "resident", &mut reference)?)
