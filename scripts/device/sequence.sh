@@ -17,8 +17,8 @@
 # through. With $OLD_LAB (a cuzk-lab of an earlier commit, plain or .xz)
 # the tests are followed, once porep32.sh has made its parameters and
 # waits for them, by `gpu-bench --log-domain 27 --srs resident
-# --partitions 3` run new, old, new, old (gpu-bench-*.log; issue 35's
-# side-by-side), so nothing else uses the GPU meanwhile. With
+# --partitions 3` run new, old, new, old ($OLD_LAB_RUNS, e.g. "new1 old1";
+# gpu-bench-*.log; issue 35's side-by-side), so nothing else uses the GPU meanwhile. With
 # $PER_PASS_K, last, `gpu-bench --vram-limit 16GiB --partitions-per-pass
 # $PER_PASS_K --srs both` (per-pass.log).
 # Everything starts with setsid and this returns: the device
@@ -55,7 +55,7 @@ for t in $B/gpu_*; do
 done
 if [ -x "$B/old-cuzk-lab" ]; then
   for _ in \$(seq 1200); do grep -q 'waiting for' "$L/32/steps.txt" 2>/dev/null && break; sleep 1; done
-  for r in new1 old1 new2 old2; do
+  for r in ${OLD_LAB_RUNS:-new1 old1 new2 old2}; do
     lab=$B/cuzk-lab; case \$r in old*) lab=$B/old-cuzk-lab ;; esac
     "\$lab" gpu-bench --log-domain 27 --srs resident --partitions 3 > "$L/gpu-bench-\$r.log" 2>&1
     rc=\$?
