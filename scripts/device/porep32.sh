@@ -22,7 +22,8 @@
 # and 32 GiB: the cards operators own; `v16p1` as `v16` with
 # gpus.partitions_per_pass = 1; `v24packed` as `v24` with aux copied
 # packed, gpus.tuning.pack_aux = true; `v24tile`/`v32tile` as `v24`/`v32`
-# with gpus.tuning.split_tile_others = true; `auto` and `auto16` the same with no
+# with gpus.tuning.split_tile_others = true; `v24k3`/`v32k3` with
+# gpus.partitions_per_pass = 3 and engine.synthesized_queue = 4; `auto` and `auto16` the same with no
 # [engine] section, the daemon sizing itself). The `snap` configuration
 # then deletes the PoRep parameters, makes SnapDeals' (~30 GB; from its
 # constraint system, recorded at the start beside the other parameters,
@@ -170,7 +171,7 @@ daemon_runs() {
 listen = "$ADDR"
 journal = false
 log = "warn,partition=info,cuzk_core=info,cuzk_cuda=info"
-$(case $cfg in auto*) ;; *) printf '[engine]\npartition_workers = 2\ngpu_workers_per_device = 2\nsynthesized_queue = 2\n' ;; esac)
+$(case $cfg in auto*) ;; *k3) printf '[engine]\npartition_workers = 2\ngpu_workers_per_device = 2\nsynthesized_queue = 4\n' ;; *) printf '[engine]\npartition_workers = 2\ngpu_workers_per_device = 2\nsynthesized_queue = 2\n' ;; esac)
 [params]
 cache_dir = "$P"
 [gpus]
@@ -182,6 +183,8 @@ EOF
   # A configuration named *p1: every partition streams the SRS sections
   # itself (gpus.partitions_per_pass = 1), for the side-by-side figure.
   case $cfg in *p1) echo "partitions_per_pass = 1" >> "$L/cuzk-$cfg.toml" ;; esac
+  # *k3: three partitions share each pass (a queue of four to draw from).
+  case $cfg in *k3) echo "partitions_per_pass = 3" >> "$L/cuzk-$cfg.toml" ;; esac
   # TUNING: lines of [gpus.tuning] (e.g. "trace_msm = true"), traces on
   # the daemon's stderr.
   # $TUNING_CONFIGS: only these configurations get it (default: all).
@@ -292,6 +295,8 @@ for cfg in ${CONFIGS:-device host}; do
     v32) daemon_runs v32 true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
     v24tile) daemon_runs v24tile true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
     v32tile) daemon_runs v32tile true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
+    v24k3) daemon_runs v24k3 true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
+    v32k3) daemon_runs v32k3 true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
     # No [engine] section: the zero-config daemon sizes itself.
     auto) daemon_runs auto true "${DEVICE_RUNS:-first pipelined}" ;;
     auto16) daemon_runs auto16 true "${SMALL_RUNS:-first pipelined}" 16GiB ;;
