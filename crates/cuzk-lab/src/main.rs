@@ -7,7 +7,8 @@
 //! `gpu-stress` (several GPU workers under a VRAM limit, every proof checked
 //! against the CPU backend's), `prover-bench` (bellperson's CPU prover and
 //! ours side by side), `synth-bench` (the old and the compiled synthesis on
-//! one partition), `check-circuits` (every constraint of every partition of
+//! one partition), `witness-shape` (what a partition's MSMs get: zeros,
+//! ones, others and their buckets), `check-circuits` (every constraint of every partition of
 //! a fixture proof) and `srs` (SRS sizes and load times). The GPU tools need
 //! `--features cuda`; they use `cuzk-cuda`'s `lab` feature (stage-by-stage
 //! access, SRS tiling, the allocation-failure hook). `experiments/` holds
@@ -22,6 +23,7 @@ mod prover_bench;
 mod srs_cmd;
 mod stress;
 mod synth_bench;
+mod witness_shape;
 
 // The client's modules, under the paths the tools use.
 use cuzk_bench::{commands, remote, select};
@@ -159,6 +161,19 @@ enum Command {
         /// Internal: run one path (record, baseline, compiled) and print JSON.
         #[arg(long, hide = true)]
         child: Option<String>,
+        #[command(flatten)]
+        fixtures: FixtureArgs,
+    },
+    /// Synthesize one partition of the fixtures' proof of a kind (no
+    /// parameters) and print what its L, A and B MSMs get: zeros, ones and
+    /// others, distinct others, the commonest value's count and the fullest
+    /// Pippenger bucket at the GPU driver's window (repeated values make
+    /// long buckets). One line: `witness-shape kind=K sector_size=S ...`.
+    WitnessShape {
+        #[arg(long, value_parser = parse_kind)]
+        kind: ProofKind,
+        #[arg(long, default_value_t = 0)]
+        partition: usize,
         #[command(flatten)]
         fixtures: FixtureArgs,
     },
@@ -506,6 +521,11 @@ fn main() -> Result<()> {
                 }
             }
         }
+        Command::WitnessShape {
+            kind,
+            partition,
+            fixtures,
+        } => witness_shape::run(kind, &fixtures.selection(), partition),
         Command::CheckCircuits {
             kind,
             jobs,
