@@ -67,6 +67,62 @@ pub struct Opts {
     /// The whole backend with this many partitions sharing each streamed
     /// pass ([`per_pass`]) instead of the stage-by-stage calls.
     pub partitions_per_pass: Option<usize>,
+    /// The synthetic witness's share of others and G1 pattern.
+    pub synthetic: Synthetic,
+    /// `[gpus.tuning]` for the `--partitions-per-pass` backends.
+    pub tuning: cuzk_cuda::GpuTuning,
+}
+
+/// Distinct G1 points of the synthetic SRS by default.
+pub const DEFAULT_PATTERN_G1: usize = 4096;
+
+/// What the synthetic witness and SRS look like (`gpu-bench
+/// --others-percent`, `--pattern-points`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Synthetic {
+    /// Aux values neither 0 nor 1, in percent (the rest half zeros, half
+    /// ones); a 32 GiB PoRep partition has ~1 % (`witness-shape`).
+    pub others_percent: u64,
+    /// Distinct G1 points the SRS sections are tiled from: the default
+    /// 4,096 stay in the card's L2 cache, a real SRS's do not.
+    pub pattern_g1: usize,
+    /// Values the others take in turn (a real partition's, with its
+    /// repeats); empty: distinct pseudorandom values.
+    pub others_from: Option<std::sync::Arc<Vec<blstrs::Scalar>>>,
+}
+
+impl Default for Synthetic {
+    fn default() -> Self {
+        Synthetic {
+            others_percent: 10,
+            pattern_g1: DEFAULT_PATTERN_G1,
+            others_from: None,
+        }
+    }
+}
+
+/// A `witness-shape --dump-others` file: 32-byte little-endian scalars.
+pub fn read_others(path: std::path::PathBuf) -> Result<std::sync::Arc<Vec<blstrs::Scalar>>> {
+    use ff::PrimeField;
+    let bytes = std::fs::read(&path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    if bytes.is_empty() || bytes.len() % 32 != 0 {
+        bail!("{}: not a whole number of 32-byte scalars", path.display());
+    }
+    let mut out = Vec::with_capacity(bytes.len() / 32);
+    for c in bytes.chunks_exact(32) {
+        let mut r = [0u8; 32];
+        r.copy_from_slice(c);
+        let x: Option<blstrs::Scalar> = blstrs::Scalar::from_repr(r).into();
+        out.push(x.ok_or_else(|| anyhow::anyhow!("{}: a value past the field", path.display()))?);
+    }
+    Ok(std::sync::Arc::new(out))
+}
+
+/// `--tuning`: `[gpus.tuning]` lines, `;` between them (e.g.
+/// `trace_msm = true; trace_split = true`).
+pub fn parse_tuning(s: &str) -> Result<cuzk_cuda::GpuTuning> {
+    let text = s.replace(';', "\n");
+    toml::from_str(&text).map_err(|e| anyhow::anyhow!("--tuning {s:?}: {e}"))
 }
 
 /// The sections named in `--resident-sections`, in the order h, l, a,
@@ -172,6 +228,8 @@ pub fn run(range: (u32, u32), opts: Opts, workers: &[usize]) -> Result<()> {
                 k: per,
                 vram_limit: opts.vram_limit,
                 resident_beside: opts.srs != SrsMode::Streamed,
+                synthetic: opts.synthetic.clone(),
+                tuning: opts.tuning.clone(),
             })?;
         } else if workers.is_empty() {
             imp::one_size(&gpu, k, opts.clone())?;
@@ -197,13 +255,13 @@ pub(crate) mod imp {
     use super::{gpu_field, gpu_ms, Opts, Split01, SrsMode};
 
     use super::input::{
-        host_srs, make_input, ms, HostSrs, Input, FR, G1B, G2B, INPUTS, PATTERN_G1, PATTERN_G2,
+        host_srs, make_input_with, ms, HostSrs, Input, FR, G1B, G2B, INPUTS, PATTERN_G2,
     };
 
     pub(super) fn one_size(gpu: &CudaBackend, lg_n: u32, opts: Opts) -> Result<()> {
         let (mode, partitions) = (opts.srs, opts.partitions);
         let t = Instant::now();
-        let mut inp = make_input(lg_n);
+        let mut inp = make_input_with(lg_n, opts.synthetic.clone());
         inp.overlap = opts.overlap;
         let n = inp.n();
         let want_streamed = mode != SrsMode::Resident;
@@ -211,7 +269,7 @@ pub(crate) mod imp {
         println!(
             "gpu_bench_setup log_domain={lg_n} n={n} inputs={INPUTS} aux={} a_aux_set={} b_aux_set={} \
              srs_h={} srs_l={} srs_a={} srs_b_g1={} srs_b_g2={} srs_device_bytes={} \
-             srs_points=tiled pattern_g1={PATTERN_G1} pattern_g2={PATTERN_G2} host_srs_bytes={} gen_ms={:.0} \
+             srs_points=tiled pattern_g1={} pattern_g2={PATTERN_G2} others_percent={} host_srs_bytes={} gen_ms={:.0} \
              note=\"valid points repeated to fill each section: not a real SRS\"",
             inp.aux.len(),
             inp.a_aux.count(),
@@ -222,6 +280,8 @@ pub(crate) mod imp {
             inp.b_len(),
             inp.b_len(),
             srs_bytes(&inp),
+            inp.g1.len(),
+            opts.synthetic.others_percent,
             host.as_ref()
                 .map_or(0, |h| h.g1.len() as u64 * G1B + h.g2.len() as u64 * G2B),
             ms(t)
@@ -566,6 +626,30 @@ mod tests {
     }
 
     #[test]
+    fn tuning_lines_parse_and_unknown_keys_are_refused() {
+        let t = super::parse_tuning("trace_msm = true; trace_split = true").ok();
+        let t = t.map(|t| (t.trace_msm, t.trace_split, t.trace_ntt));
+        assert_eq!(t, Some((true, true, false)));
+        assert!(super::parse_tuning("trace_everything = true").is_err());
+    }
+
+    #[test]
+    fn a_dump_of_others_reads_back_and_a_torn_one_is_refused() {
+        use ff::PrimeField;
+        let dir = std::env::temp_dir().join(format!("cuzk-others-{}", std::process::id()));
+        let xs = [blstrs::Scalar::from(7u64), -blstrs::Scalar::from(3u64)];
+        let bytes: Vec<u8> = xs.iter().flat_map(|x| x.to_repr()).collect();
+        std::fs::write(&dir, &bytes).expect("temp file");
+        let back = super::read_others(dir.clone()).expect("two scalars");
+        assert_eq!(back.as_slice(), &xs);
+        std::fs::write(&dir, &bytes[..40]).expect("temp file");
+        assert!(super::read_others(dir.clone()).is_err());
+        std::fs::write(&dir, [0xffu8; 32]).expect("temp file");
+        assert!(super::read_others(dir.clone()).is_err());
+        let _ = std::fs::remove_file(&dir);
+    }
+
+    #[test]
     fn resident_sections_parse() {
         let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(super::parse_sections(&[]).ok(), Some([false; 5]));
@@ -600,6 +684,8 @@ mod tests {
             vram_limit: None,
             resident_sections: Vec::new(),
             partitions_per_pass: Some(2),
+            synthetic: super::Synthetic::default(),
+            tuning: Default::default(),
         };
         let e = super::run((20, 20), opts, &[]).expect_err("no CUDA backend is built");
         assert!(e.to_string().contains("--features cuda"), "{e}");

@@ -174,6 +174,10 @@ enum Command {
         kind: ProofKind,
         #[arg(long, default_value_t = 0)]
         partition: usize,
+        /// Also write the L scalars neither 0 nor 1 here (32 bytes each,
+        /// little-endian), for `gpu-bench --others-from`.
+        #[arg(long)]
+        dump_others: Option<PathBuf>,
         #[command(flatten)]
         fixtures: FixtureArgs,
     },
@@ -265,6 +269,22 @@ enum Command {
         /// resident on the whole card, side by side.
         #[arg(long, value_name = "K")]
         partitions_per_pass: Option<usize>,
+        /// Aux values of the synthetic witness neither 0 nor 1, in percent
+        /// (a 32 GiB PoRep partition has ~1 %; see `witness-shape`).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=100))]
+        others_percent: u64,
+        /// Distinct G1 points the synthetic SRS is tiled from (the default
+        /// stays in the card's L2 cache; 2097152 does not).
+        #[arg(long, default_value_t = gpu_bench::DEFAULT_PATTERN_G1)]
+        pattern_points: usize,
+        /// The others take these values in turn (a `witness-shape
+        /// --dump-others` file: a real partition's repeats).
+        #[arg(long)]
+        others_from: Option<PathBuf>,
+        /// `[gpus.tuning]` lines for `--partitions-per-pass`, `;` between
+        /// them (e.g. `trace_msm = true; trace_split = true`).
+        #[arg(long, value_parser = gpu_bench::parse_tuning)]
+        tuning: Option<cuzk_cuda::GpuTuning>,
     },
     /// Several GPU workers on one device under a VRAM limit: synthetic
     /// chain partitions plus the four 2 KiB kinds, each proof compared with
@@ -408,6 +428,10 @@ fn main() -> Result<()> {
             vram_limit,
             resident_sections,
             partitions_per_pass,
+            others_percent,
+            pattern_points,
+            others_from,
+            tuning,
         } => gpu_bench::run(
             log_domain,
             gpu_bench::Opts {
@@ -421,6 +445,12 @@ fn main() -> Result<()> {
                 vram_limit: vram_limit.map(|b| b.as_u64()),
                 resident_sections,
                 partitions_per_pass,
+                synthetic: gpu_bench::Synthetic {
+                    others_percent,
+                    pattern_g1: pattern_points.max(1),
+                    others_from: others_from.map(gpu_bench::read_others).transpose()?,
+                },
+                tuning: tuning.unwrap_or_default(),
             },
             &workers,
         ),
@@ -524,8 +554,14 @@ fn main() -> Result<()> {
         Command::WitnessShape {
             kind,
             partition,
+            dump_others,
             fixtures,
-        } => witness_shape::run(kind, &fixtures.selection(), partition),
+        } => witness_shape::run(
+            kind,
+            &fixtures.selection(),
+            partition,
+            dump_others.as_deref(),
+        ),
         Command::CheckCircuits {
             kind,
             jobs,

@@ -11,7 +11,9 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use anyhow::Result;
+use std::path::Path;
+
+use anyhow::{Context, Result};
 use blstrs::Scalar;
 use cuzk_core::ProofKind;
 use ff::{Field, PrimeField};
@@ -190,12 +192,25 @@ fn line(name: &str, s: &Shape) -> String {
 
 /// Synthesizes partition `k` of the fixtures' proof of `kind` and prints
 /// the shape of its L (every aux), A and B (aux by density) scalars.
-pub fn run(kind: ProofKind, sel: &Selection, k: usize) -> Result<()> {
+/// With `dump_others`, the L scalars neither 0 nor 1 are also written
+/// there in order, 32 little-endian bytes each (`gpu-bench --others-from`).
+pub fn run(kind: ProofKind, sel: &Selection, k: usize, dump_others: Option<&Path>) -> Result<()> {
     let f = sel.load()?;
     let src = source(&f, kind)?;
     let t = Instant::now();
     let w = src.synthesize(k)?.witness;
     let synth_ms = t.elapsed().as_millis();
+    if let Some(path) = dump_others {
+        let mut bytes = Vec::new();
+        for x in w
+            .aux
+            .iter()
+            .filter(|x| !x.is_zero_vartime() && **x != Scalar::ONE)
+        {
+            bytes.extend_from_slice(&x.to_repr());
+        }
+        std::fs::write(path, &bytes).with_context(|| format!("writing {}", path.display()))?;
+    }
     let picked = |d: &cuzk_prover::density::Density| {
         shape(
             w.aux

@@ -13,9 +13,11 @@ use group::{Curve, Group};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::Synthetic;
+
 pub(crate) const INPUTS: usize = 40;
 pub(crate) const POOL: usize = 4096;
-pub(crate) const PATTERN_G1: usize = 4096;
+pub(crate) const PATTERN_G1: usize = super::DEFAULT_PATTERN_G1;
 pub(crate) const PATTERN_G2: usize = 1024;
 pub(crate) const FR: u64 = 32;
 pub(crate) const G1B: u64 = 96;
@@ -80,6 +82,37 @@ fn huge_pages(ptr: *mut u8, bytes: usize) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = (ptr, bytes);
+}
+
+/// `len` distinct G1 points, cheaply: runs of successive additions of one
+/// step from a start per thread, normalized together.
+fn walk_g1(len: usize, seed: Scalar) -> Vec<G1Affine> {
+    let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+    let chunk = len.div_ceil(threads);
+    let step = G1Projective::generator() * seed.square();
+    let runs: Vec<Vec<G1Affine>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || {
+                    let count = chunk.min(len.saturating_sub(t * chunk));
+                    let mut p = G1Projective::generator() * (seed + Scalar::from(t as u64 + 1));
+                    let mut proj = Vec::with_capacity(count);
+                    for _ in 0..count {
+                        proj.push(p);
+                        p += step;
+                    }
+                    let mut out = vec![G1Affine::from(G1Projective::identity()); count];
+                    G1Projective::batch_normalize(&proj, &mut out);
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    runs.concat()
 }
 
 /// A scalar below 2^254 (< r) from four splitmix words.
@@ -151,6 +184,11 @@ impl Input {
 }
 
 pub(crate) fn make_input(lg_n: u32) -> Input {
+    make_input_with(lg_n, Synthetic::default())
+}
+
+/// [`make_input`] with `shape`'s share of others and G1 pattern.
+pub(crate) fn make_input_with(lg_n: u32, shape: Synthetic) -> Input {
     let n = 1usize << lg_n;
     let mut rng = ChaCha8Rng::seed_from_u64(u64::from(lg_n));
     let pool: Vec<Scalar> = (0..POOL).map(|_| Scalar::random(&mut rng)).collect();
@@ -162,21 +200,31 @@ pub(crate) fn make_input(lg_n: u32) -> Input {
     let b = par_fill(n, pick(2));
     let c = par_fill(n, pick(3));
     let aux_len = n - 2 * INPUTS;
+    let zeros = (100 - shape.others_percent.min(100)) / 2;
+    let ones = 100 - shape.others_percent.min(100) - zeros;
+    let from = shape.others_from.clone();
     let aux = par_fill(aux_len, |i| {
         let h = splitmix(4 ^ i as u64);
         match h % 100 {
-            0..=44 => Scalar::ZERO,
-            45..=89 => Scalar::ONE,
-            // Distinct values, as hash outputs are (a small pool
-            // would pile Pippenger's points into a few buckets).
-            _ => random_scalar(h),
+            x if x < zeros => Scalar::ZERO,
+            x if x < zeros + ones => Scalar::ONE,
+            // A real partition's others in turn (by position), or
+            // distinct values, as hash outputs are (a small pool would
+            // pile Pippenger's points into a few buckets).
+            _ => match &from {
+                Some(v) => v[i % v.len()],
+                None => random_scalar(h),
+            },
         }
     });
     let mut input: Vec<Scalar> = pool[..INPUTS].to_vec();
     input[0] = Scalar::ONE;
-    let g1_pattern: Vec<G1Affine> = (0..PATTERN_G1)
-        .map(|_| (G1Projective::generator() * Scalar::random(&mut rng)).to_affine())
-        .collect();
+    let g1_pattern: Vec<G1Affine> = match shape.pattern_g1 {
+        PATTERN_G1 => (0..PATTERN_G1)
+            .map(|_| (G1Projective::generator() * Scalar::random(&mut rng)).to_affine())
+            .collect(),
+        len => walk_g1(len.max(1), Scalar::random(&mut rng)),
+    };
     let g2_pattern: Vec<G2Affine> = (0..PATTERN_G2)
         .map(|_| (G2Projective::generator() * Scalar::random(&mut rng)).to_affine())
         .collect();

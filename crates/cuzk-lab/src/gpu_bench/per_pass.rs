@@ -27,7 +27,7 @@ use cuzk_cuda::{CudaBackend, SrsPlacement, DEFAULT_VRAM_MARGIN};
 use cuzk_prover::backend::{ProveStats, ProverBackend, SrsRef};
 use cuzk_prover::{PartitionWitness, WitnessSize};
 
-use super::input::{host_srs, make_input, ms, Input};
+use super::input::{host_srs, make_input_with, ms, Input};
 use super::workers::{refill, srs_of, witness};
 
 /// What one `--partitions-per-pass` run measures.
@@ -40,6 +40,9 @@ pub(crate) struct PerPass {
     pub(crate) vram_limit: Option<u64>,
     /// Also the whole card with the SRS resident, one partition a call.
     pub(crate) resident_beside: bool,
+    pub(crate) synthetic: super::Synthetic,
+    /// `[gpus.tuning]` of both backends.
+    pub(crate) tuning: cuzk_cuda::GpuTuning,
 }
 
 /// One mode's figures, per partition.
@@ -55,15 +58,18 @@ pub(crate) fn run(o: &PerPass) -> Result<()> {
         bail!("--partitions-per-pass and --partitions must be at least 1");
     }
     let t = Instant::now();
-    let inp = make_input(o.lg_n);
+    let inp = make_input_with(o.lg_n, o.synthetic.clone());
     let host = host_srs(&inp);
     let srs = srs_of(&inp, &host);
     println!(
-        "gpu_bench_per_pass_setup log_domain={} k={} groups={} vram_limit={} input_ms={:.0}",
+        "gpu_bench_per_pass_setup log_domain={} k={} groups={} vram_limit={} others_percent={} \
+         pattern_g1={} input_ms={:.0}",
         o.lg_n,
         o.k,
         o.groups,
         o.vram_limit.map_or("none".into(), |v| v.to_string()),
+        o.synthetic.others_percent,
+        inp.g1.len(),
         ms(t)
     );
     let mut reference = None;
@@ -71,6 +77,7 @@ pub(crate) fn run(o: &PerPass) -> Result<()> {
         let gpu = CudaBackend::with_placement(o.device, SrsPlacement::Auto)
             .with_context(|| format!("CUDA device {}", o.device))?
             .with_memory(o.vram_limit, DEFAULT_VRAM_MARGIN)?
+            .with_tuning(&o.tuning)?
             .with_partitions_per_pass(o.k);
         mode(
             &gpu,
@@ -86,6 +93,7 @@ pub(crate) fn run(o: &PerPass) -> Result<()> {
             // The limit is the device's (every backend on it): lifted.
             let gpu = CudaBackend::with_placement(o.device, SrsPlacement::Always)?
                 .with_memory(None, DEFAULT_VRAM_MARGIN)?
+                .with_tuning(&o.tuning)?
                 .with_partitions_per_pass(1);
             let n = o.groups * o.k;
             Some(mode(&gpu, &inp, &srs, (n, 1), "resident", &mut reference)?)
