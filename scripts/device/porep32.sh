@@ -23,7 +23,9 @@
 # gpus.partitions_per_pass = 1; `v24packed` as `v24` with aux copied
 # packed, gpus.tuning.pack_aux = true; `v24tile`/`v32tile` as `v24`/`v32`
 # with gpus.tuning.split_tile_others = true; `v24k3`/`v32k3` with
-# gpus.partitions_per_pass = 3 and engine.synthesized_queue = 4; `auto` and `auto16` the same with no
+# gpus.partitions_per_pass = 3 and engine.synthesized_queue = 4;
+# `v16heavy`/`v24heavy`/`v32heavy`/`deviceheavy` with
+# gpus.tuning.heavy_bucket_points = $HEAVY_POINTS (default 1024); `auto` and `auto16` the same with no
 # [engine] section, the daemon sizing itself). The `snap` configuration
 # then deletes the PoRep parameters, makes SnapDeals' (~30 GB; from its
 # constraint system, recorded at the start beside the other parameters,
@@ -197,6 +199,8 @@ EOF
   case $cfg in *packed) tune="${tune:+$tune$'\n'}pack_aux = true" ;; esac
   # *tile: each streamed tile's others through Pippenger as gathered.
   case $cfg in *tile) tune="${tune:+$tune$'\n'}split_tile_others = true" ;; esac
+  # *heavy: buckets past 1,024 points summed by whole blocks.
+  case $cfg in *heavy) tune="${tune:+$tune$'\n'}heavy_bucket_points = ${HEAVY_POINTS:-1024}" ;; esac
   [ -n "$tune" ] && printf '[gpus.tuning]\n%s\n' "$tune" >> "$L/cuzk-$cfg.toml"
   step "$cfg daemon-start"
   # The daemon logs as its config says (RUST_LOG would override it and
@@ -287,6 +291,7 @@ fi
 for cfg in ${CONFIGS:-device host}; do
   case $cfg in
     device) daemon_runs device true "${DEVICE_RUNS:-first isolated pipelined winning}" ;;
+    deviceheavy) daemon_runs deviceheavy true "${DEVICE_RUNS:-first pipelined}" ;;
     # The cards operators own, simulated with gpus.vram_limit.
     v16) daemon_runs v16 true "${SMALL_RUNS:-first pipelined}" 16GiB ;;
     v16p1) daemon_runs v16p1 true "${SMALL_RUNS:-first pipelined}" 16GiB ;;
@@ -297,6 +302,9 @@ for cfg in ${CONFIGS:-device host}; do
     v32tile) daemon_runs v32tile true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
     v24k3) daemon_runs v24k3 true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
     v32k3) daemon_runs v32k3 true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
+    v16heavy) daemon_runs v16heavy true "${SMALL_RUNS:-first pipelined}" 16GiB ;;
+    v24heavy) daemon_runs v24heavy true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
+    v32heavy) daemon_runs v32heavy true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
     # No [engine] section: the zero-config daemon sizes itself.
     auto) daemon_runs auto true "${DEVICE_RUNS:-first pipelined}" ;;
     auto16) daemon_runs auto16 true "${SMALL_RUNS:-first pipelined}" 16GiB ;;

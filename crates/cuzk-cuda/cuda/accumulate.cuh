@@ -41,7 +41,9 @@ void bucket_sizes(const uint32_t* hist, uint32_t row_bits, uint32_t total,
 // Sums bucket order[t] for t < total (and < *bound if given), warps taking the next
 // WARP_SZ/degree entries of `order` from `*next` (zero at launch). Bucket g = y·row + x
 // holds the points digits[y][hist[y][x−1] .. hist[y][x]) (sign in bit 31),
-// its sum goes to buckets[g]; window 0's bucket 0 is left at infinity.
+// its sum goes to buckets[g]; window 0's bucket 0 is left at infinity, and
+// so are buckets of more than `cap` points when `cap` is not 0
+// (`accumulate_heavy` sums those).
 template<class bucket_T, class affine_mem, class bucket_mem = typename bucket_T::mem_t,
          class affine_T = typename bucket_T::affine_t>
 __launch_bounds__(384) __global__
@@ -49,7 +51,7 @@ void accumulate_ordered(bucket_mem* buckets, uint32_t row_bits,
                         const affine_mem* points, const uint32_t* digits,
                         uint32_t digits_stride, const uint32_t* hist,
                         const uint32_t* order, uint32_t total, uint32_t* next,
-                        const uint32_t* bound)
+                        const uint32_t* bound, uint32_t cap)
 {
     if (bound)
         total = min(total, *bound);
@@ -70,6 +72,8 @@ void accumulate_ordered(bucket_mem* buckets, uint32_t row_bits,
         uint32_t g = order[t];
         uint32_t y = g >> row_bits, x = g & (row - 1);
         uint32_t end = hist[g], beg = x ? hist[g - 1] : 0;
+        if (cap && end - beg > cap && g != 0)
+            continue;  // accumulate_heavy's
         bucket_T acc;
         if (end > beg && g != 0) {
             const uint32_t* d = digits + (size_t)y * digits_stride;
@@ -89,6 +93,86 @@ void accumulate_ordered(bucket_mem* buckets, uint32_t row_bits,
     }
 }
 
+// Threads of an `accumulate_heavy` block.
+static const uint32_t HEAVY_BLOCK = 256;
+
+// Device scratch of `accumulate_heavy` on `sm_count` blocks: one partial
+// sum a logical thread.
+template<class bucket_T>
+static size_t heavy_scratch_bytes(uint32_t sm_count)
+{
+    const size_t per = HEAVY_BLOCK / bucket_T::degree;
+    return ((size_t)sm_count * per * sizeof(typename bucket_T::mem_t) + 255) & ~(size_t)255;
+}
+
+// The buckets of more than `cap` points, which `accumulate_ordered` (one
+// thread a bucket) leaves: a repeated scalar value puts all its points
+// into one bucket of every window, and one thread's chain of thousands of
+// additions then runs alone after the rest are done. `order` lists the
+// buckets largest first, so they are its first entries; block b takes
+// entries b, b + gridDim.x, ... while they are over `cap`. Each logical
+// thread adds a strided share of the bucket's points, the shares are
+// folded pairwise through `scratch` (HEAVY_BLOCK / degree a block), and
+// the sum goes to buckets[g].
+template<class bucket_T, class affine_mem, class bucket_mem = typename bucket_T::mem_t,
+         class affine_T = typename bucket_T::affine_t>
+__launch_bounds__(HEAVY_BLOCK) __global__
+void accumulate_heavy(bucket_mem* buckets, uint32_t row_bits, const affine_mem* points,
+                      const uint32_t* digits, uint32_t digits_stride, const uint32_t* hist,
+                      const uint32_t* order, uint32_t total, uint32_t cap,
+                      bucket_mem* scratch)
+{
+    const uint32_t degree = bucket_T::degree;
+    const uint32_t per = HEAVY_BLOCK / degree;
+    const uint32_t lane = threadIdx.x / degree;
+    const uint32_t row = 1U << row_bits;
+    bucket_mem* part = scratch + (size_t)blockIdx.x * per;
+    for (uint32_t t = blockIdx.x; t < total; t += gridDim.x) {
+        const uint32_t g = order[t];
+        const uint32_t y = g >> row_bits, x = g & (row - 1);
+        const uint32_t end = hist[g], beg = x ? hist[g - 1] : 0;
+        if (g == 0 || end - beg <= cap)
+            break;  // largest first: none heavier follows
+        const uint32_t* d = digits + (size_t)y * digits_stride;
+        bucket_T acc;
+        uint32_t i = beg + lane;
+        if (i < end) {
+            uint32_t dg = d[i];
+            affine_T p = points[dg & 0x7fffffffU];
+            acc = p;
+            acc.cneg(dg >> 31);
+            for (i += per; i < end; i += per) {
+                dg = d[i];
+                p = points[dg & 0x7fffffffU];
+                acc.add(p, dg >> 31);
+            }
+        } else {
+            acc.inf();
+        }
+        part[lane] = acc;
+        __syncthreads();
+        for (uint32_t half = per / 2; half > 0; half /= 2) {
+            if (lane < half) {
+                bucket_T a, b;
+                a = part[lane];
+                b = part[lane + half];
+                if (degree == 1)
+                    a.add(b);
+                else
+                    a.uadd(b);
+                part[lane] = a;
+            }
+            __syncthreads();
+        }
+        if (lane == 0) {
+            bucket_T a;
+            a = part[0];
+            buckets[g] = a;
+        }
+        __syncthreads();
+    }
+}
+
 // The order of one batch's buckets and their accumulation, on `s`.
 // Scratch at `tmp`: `order_bytes()` (four words a bucket, a counter and
 // CUB's scratch, `cub_size`, queried once per MSM; with `affine` threads of
@@ -99,10 +183,16 @@ struct ordered_accumulate {
     uint32_t row_bits, total;
     size_t cub_size;
     affine_plan affine;  // threads of accumulate_affine; 0: XYZZ accumulation
+    // Buckets of more points go to accumulate_heavy (0: none; XYZZ only),
+    // its scratch after the affine kernel's.
+    uint32_t heavy_cap;
+    size_t heavy_bytes;
 
-    ordered_accumulate(uint32_t row_bits_, uint32_t total_, affine_plan affine_ = {0, 0})
+    ordered_accumulate(uint32_t row_bits_, uint32_t total_, affine_plan affine_ = {0, 0},
+                       uint32_t heavy_cap_ = 0, size_t heavy_bytes_ = 0)
         : row_bits(row_bits_), total(total_), cub_size(radix_sort_bytes(total_, 16)),
-          affine(affine_)
+          affine(affine_), heavy_cap(affine_.threads ? 0 : heavy_cap_),
+          heavy_bytes(affine_.threads || !heavy_cap_ ? 0 : heavy_bytes_)
     {}
     size_t sort_bytes() const
     {
@@ -110,7 +200,7 @@ struct ordered_accumulate {
     }
     size_t order_bytes() const
     {
-        return sort_bytes() + affine_scratch_bytes(affine.threads);
+        return sort_bytes() + affine_scratch_bytes(affine.threads) + heavy_bytes;
     }
 
     template<class bucket_T, class affine_mem, class bucket_mem>
@@ -149,10 +239,21 @@ struct ordered_accumulate {
                 CUDA_OK(cudaGetLastError());
             }
         }
+        if (heavy_cap) {
+            bucket_mem* part = (bucket_mem*)(tmp + sort_bytes() +
+                                             affine_scratch_bytes(affine.threads));
+            accumulate_heavy<bucket_T, affine_mem>
+                <<<s.sm_count(), HEAVY_BLOCK, 0, s>>>(
+                    buckets, row_bits, points, (const uint32_t*)digits[0], stride,
+                    (const uint32_t*)hist[0], (const uint32_t*)v.Current(), total,
+                    heavy_cap, part);
+            CUDA_OK(cudaGetLastError());
+        }
         s.launch_coop(accumulate_ordered<bucket_T, affine_mem>, {s.sm_count(), 0},
                       buckets, row_bits, points, (const uint32_t*)digits[0], stride,
                       (const uint32_t*)hist[0], (const uint32_t*)v.Current(), total,
-                      next + 1, affine.threads ? (const uint32_t*)bound : nullptr);
+                      next + 1, affine.threads ? (const uint32_t*)bound : nullptr,
+                      heavy_cap);
     }
 };
 

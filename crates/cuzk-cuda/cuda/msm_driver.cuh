@@ -338,7 +338,11 @@ struct msm_driver {
         const affine_plan affine = bucket_T::degree == 1 && !wide
                                        ? plan_affine(stride, nwins, total, gpu.sm_count())
                                        : affine_plan{0, 0};
-        const ordered_accumulate ordered{wbits - 1, total, affine};
+        // `gpus.tuning.heavy_bucket_points`: long buckets summed by blocks.
+        const uint32_t heavy = tune.heavy_bucket_points;
+        const ordered_accumulate ordered{
+            wbits - 1, total, affine, heavy,
+            heavy ? heavy_scratch_bytes<bucket_T>((uint32_t)gpu.sm_count()) : 0};
         size_t before_order = (buckets_b + hist_b + temps_b + digits_b + acc_b +
                                pairs_b + 255) & ~(size_t)255;
         return layout{batch,     stride,    row_sz,   nsums,        nacc,

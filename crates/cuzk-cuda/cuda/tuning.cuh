@@ -35,6 +35,9 @@ struct cuzk_cuda_tuning {
     // as they are gathered, beside the next tiles' copies, instead of over
     // all of them after the last tile (split01.cuh).
     uint8_t split_tile_others;
+    // Buckets of more points than this are summed by whole blocks of
+    // threads, not one thread each (accumulate.cuh); 0: one thread each.
+    uint32_t heavy_bucket_points;
     // Points of one tile of an MSM streamed from host memory (0: the
     // driver's choice, at most 2^24; small values test several tiles at a
     // small size).
@@ -54,6 +57,7 @@ static inline cuzk_cuda_tuning default_tuning()
     t.split_trace = 0;
     t.split_check = 0;
     t.split_tile_others = 0;
+    t.heavy_bucket_points = 0;
     t.stream_tile_points = 0;
     return t;
 }

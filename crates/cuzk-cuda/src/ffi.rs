@@ -32,6 +32,7 @@ struct RawTuning {
     split_trace: u8,
     split_check: u8,
     split_tile_others: u8,
+    heavy_bucket_points: u32,
     stream_tile_points: u64,
 }
 
@@ -65,6 +66,7 @@ impl From<&GpuTuning> for RawTuning {
             split_trace: u8::from(t.trace_split),
             split_check: u8::from(t.check_split),
             split_tile_others: u8::from(t.split_tile_others),
+            heavy_bucket_points: t.heavy_bucket_points,
             stream_tile_points: t.stream_tile_points,
         }
     }

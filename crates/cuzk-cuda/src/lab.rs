@@ -186,6 +186,11 @@ impl StageContext<'_> {
         self.ctx.srs_tile(sec, pattern)
     }
 
+    /// `[gpus.tuning]` for this context's next calls.
+    pub fn set_tuning(&mut self, tuning: &crate::config::GpuTuning) -> Result<(), CudaError> {
+        self.ctx.set_tuning(tuning)
+    }
+
     /// Turns the 0/1 split of the device-SRS witness MSMs on or off.
     pub fn set_split01(&mut self, on: bool) -> Result<(), CudaError> {
         self.ctx.set_split01(on)

@@ -6,7 +6,8 @@
 //! windows, ~43 points a bucket) and, for its few long buckets (a scalar
 //! repeated), that kernel's XYZZ fallback; the small one the XYZZ kernel.
 //! Picks over aux, and aux copied packed (`src/aux_pack.rs`), give the
-//! MSMs the same scalars.
+//! MSMs the same scalars. Long buckets summed by whole blocks
+//! (`gpus.tuning.heavy_bucket_points`) give the same sum.
 //!
 //! Needs a CUDA device (skipped, loudly, without one):
 //! `cargo test --release -p cuzk-cuda --features cuda,lab --test gpu_msm -- --nocapture`
@@ -83,6 +84,48 @@ fn affine_accumulation_meets_every_case_and_equals_the_cpu_sum() {
         assert_eq!(got, cpu_sum(&pattern, &scalars), "{n} points");
         eprintln!("{n} points: GPU sum equals the CPU's");
     }
+}
+
+/// Buckets past `gpus.tuning.heavy_bucket_points` are summed by whole
+/// blocks (`accumulate_heavy` in `cuda/accumulate.cuh`): with two values
+/// repeated among a million scalars (one scalar in 8 and one in 61:
+/// buckets of ~130 k and ~17 k points in every window, over points that
+/// repeat, cancel and include infinity), the XYZZ MSM equals the CPU's
+/// sum with the heavy buckets summed a thread each and by blocks.
+#[test]
+fn heavy_buckets_summed_by_blocks_equal_the_cpu_sum() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    let pattern = pattern(&mut rng);
+    let mut st = gpu.stages().expect("the device's stage context");
+    st.set_split01(false).expect("split off");
+    let n = (1usize << 20) + 4_321;
+    let (a, b) = (Scalar::random(&mut rng), -Scalar::random(&mut rng));
+    let scalars: Vec<Scalar> = (0..n)
+        .map(|i| match (i % 8, i % 61) {
+            (0, _) => a,
+            (_, 0) => b,
+            _ => Scalar::random(&mut rng),
+        })
+        .collect();
+    st.srs_alloc(Section::L, n).expect("section");
+    st.srs_tile(Section::L, &pattern).expect("tiled points");
+    st.upload_aux(&scalars).expect("scalars");
+    let mut sums = Vec::new();
+    for cap in [0u32, 256] {
+        let tuning = cuzk_cuda::GpuTuning {
+            heavy_bucket_points: cap,
+            ..Default::default()
+        };
+        st.set_tuning(&tuning).expect("tuning");
+        let got = st.msm_g1_resident(Source::Aux, Section::L, 0, n);
+        sums.push(got.expect("MSM"));
+    }
+    st.set_tuning(&Default::default()).expect("tuning back");
+    st.srs_free().expect("free");
+    let want = cpu_sum(&pattern, &scalars);
+    assert_eq!(sums[0], want, "a thread a bucket");
+    assert_eq!(sums[1], want, "long buckets by blocks");
 }
 
 /// A pick over aux itself (the small cards' way: no second vector, chunk
