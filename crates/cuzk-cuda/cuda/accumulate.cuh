@@ -132,7 +132,7 @@ void accumulate_heavy(bucket_mem* buckets, uint32_t row_bits, const affine_mem* 
         const uint32_t y = g >> row_bits, x = g & (row - 1);
         const uint32_t end = hist[g], beg = x ? hist[g - 1] : 0;
         if (g == 0 || end - beg <= cap)
-            break;  // largest first: none heavier follows
+            break;  // largest first (cap < 0xffff, the sort's clamp): none heavier follows
         const uint32_t* d = digits + (size_t)y * digits_stride;
         bucket_T acc;
         uint32_t i = beg + lane;
@@ -191,7 +191,11 @@ struct ordered_accumulate {
     ordered_accumulate(uint32_t row_bits_, uint32_t total_, affine_plan affine_ = {0, 0},
                        uint32_t heavy_cap_ = 0, size_t heavy_bytes_ = 0)
         : row_bits(row_bits_), total(total_), cub_size(radix_sort_bytes(total_, 16)),
-          affine(affine_), heavy_cap(affine_.threads ? 0 : heavy_cap_),
+          affine(affine_),
+          // At most 0xfffe: the sort clamps sizes at 0xffff, so past it
+          // `order` is not largest first and accumulate_heavy's early
+          // stop could leave a bucket to neither kernel.
+          heavy_cap(affine_.threads ? 0 : heavy_cap_ < 0xfffeU ? heavy_cap_ : 0xfffeU),
           heavy_bytes(affine_.threads || !heavy_cap_ ? 0 : heavy_bytes_)
     {}
     size_t sort_bytes() const

@@ -163,7 +163,8 @@ pub struct GpuTuning {
     /// repeated thousands of times among a PoRep partition's other scalars
     /// puts its points into one bucket of every window (`cuzk-lab
     /// witness-shape`: ~2.4 k points a batch against a mean of ~100).
-    /// Not yet measured: off.
+    /// 64 to 65,534 (the bucket sort clamps sizes at 65,535). Not yet
+    /// measured: off.
     pub heavy_bucket_points: u32,
     /// Failure hook (for tests of a daemon with several GPUs): the device
     /// of this index fails every partition after its first
@@ -222,9 +223,9 @@ impl GpusConfig {
             }
         }
         let heavy = self.tuning.heavy_bucket_points;
-        if heavy != 0 && !(64..=(1 << 24)).contains(&heavy) {
+        if heavy != 0 && !(64..=65_534).contains(&heavy) {
             return Err(InvalidConfig(format!(
-                "gpus.tuning.heavy_bucket_points = {heavy}: use 0 (off) or 64 to 2^24"
+                "gpus.tuning.heavy_bucket_points = {heavy}: use 0 (off) or 64 to 65534"
             )));
         }
         let tile = self.tuning.stream_tile_points;
@@ -323,8 +324,8 @@ mod tests {
             (0, true),
             (63, false),
             (64, true),
-            (1 << 24, true),
-            ((1 << 24) + 1, false),
+            (65_534, true),
+            (65_535, false),
         ] {
             let mut g = GpusConfig::default();
             g.tuning.heavy_bucket_points = h;

@@ -16,7 +16,7 @@
 #[allow(dead_code)] // of the shared helpers this test needs only the device
 mod common;
 
-use blstrs::{G1Affine, G1Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_cuda::Source;
 use cuzk_prover::srs::Section;
 use ff::Field;
@@ -86,46 +86,92 @@ fn affine_accumulation_meets_every_case_and_equals_the_cpu_sum() {
     }
 }
 
+/// Scalars of which one in 8 is `a` and one in 61 is `b`, the rest
+/// random: in every window the buckets of `a`'s and `b`'s digits hold
+/// about 1/8 and 1/61 of a batch's points, far past the mean.
+fn repeated_scalars(rng: &mut ChaCha8Rng, n: usize) -> Vec<Scalar> {
+    let (a, b) = (Scalar::random(&mut *rng), -Scalar::random(&mut *rng));
+    (0..n)
+        .map(|i| match (i % 8, i % 61) {
+            (0, _) => a,
+            (_, 0) => b,
+            _ => Scalar::random(&mut *rng),
+        })
+        .collect()
+}
+
+/// `gpus.tuning.heavy_bucket_points` of each of `caps` in turn.
+fn with_cap(st: &mut cuzk_cuda::lab::StageContext<'_>, cap: u32) {
+    let tuning = cuzk_cuda::GpuTuning {
+        heavy_bucket_points: cap,
+        ..Default::default()
+    };
+    st.set_tuning(&tuning).expect("tuning");
+}
+
 /// Buckets past `gpus.tuning.heavy_bucket_points` are summed by whole
-/// blocks (`accumulate_heavy` in `cuda/accumulate.cuh`): with two values
-/// repeated among a million scalars (one scalar in 8 and one in 61:
-/// buckets of ~130 k and ~17 k points in every window, over points that
-/// repeat, cancel and include infinity), the XYZZ MSM equals the CPU's
-/// sum with the heavy buckets summed a thread each and by blocks.
+/// blocks (`accumulate_heavy` in `cuda/accumulate.cuh`): over points that
+/// repeat, cancel and include infinity, with two values repeated among
+/// the scalars (buckets of ~33 k and ~3.8 k points in every window of a
+/// G1 batch, ~8 k and ~1 k of a G2 one, against means of ~110 and ~130),
+/// the XYZZ MSMs equal the CPU's sums a thread a bucket, with the long
+/// buckets by blocks (256) and with most buckets by blocks (64: blocks
+/// take several buckets each), in G1 and in G2 (two lanes a field element).
 #[test]
 fn heavy_buckets_summed_by_blocks_equal_the_cpu_sum() {
     let Some(gpu) = common::gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(13);
-    let pattern = pattern(&mut rng);
     let mut st = gpu.stages().expect("the device's stage context");
     st.set_split01(false).expect("split off");
+    let pattern = pattern(&mut rng);
     let n = (1usize << 20) + 4_321;
-    let (a, b) = (Scalar::random(&mut rng), -Scalar::random(&mut rng));
-    let scalars: Vec<Scalar> = (0..n)
-        .map(|i| match (i % 8, i % 61) {
-            (0, _) => a,
-            (_, 0) => b,
-            _ => Scalar::random(&mut rng),
-        })
-        .collect();
+    let scalars = repeated_scalars(&mut rng, n);
     st.srs_alloc(Section::L, n).expect("section");
     st.srs_tile(Section::L, &pattern).expect("tiled points");
     st.upload_aux(&scalars).expect("scalars");
-    let mut sums = Vec::new();
-    for cap in [0u32, 256] {
-        let tuning = cuzk_cuda::GpuTuning {
-            heavy_bucket_points: cap,
-            ..Default::default()
-        };
-        st.set_tuning(&tuning).expect("tuning");
-        let got = st.msm_g1_resident(Source::Aux, Section::L, 0, n);
-        sums.push(got.expect("MSM"));
-    }
-    st.set_tuning(&Default::default()).expect("tuning back");
-    st.srs_free().expect("free");
     let want = cpu_sum(&pattern, &scalars);
-    assert_eq!(sums[0], want, "a thread a bucket");
-    assert_eq!(sums[1], want, "long buckets by blocks");
+    for cap in [0u32, 256, 64] {
+        with_cap(&mut st, cap);
+        let got = st.msm_g1_resident(Source::Aux, Section::L, 0, n);
+        assert_eq!(
+            got.expect("G1 MSM"),
+            want,
+            "G1, heavy_bucket_points = {cap}"
+        );
+    }
+    st.srs_free().expect("free");
+
+    let base: Vec<G2Affine> = (0..31)
+        .map(|_| G2Projective::random(&mut rng).to_affine())
+        .collect();
+    let mut pattern2 = base.clone();
+    pattern2.extend(base.iter().map(|p| -p));
+    pattern2.push(G2Affine::identity());
+    let n2 = (1usize << 18) + 999;
+    let scalars2 = repeated_scalars(&mut rng, n2);
+    let mut per_point = vec![Scalar::ZERO; pattern2.len()];
+    for (i, s) in scalars2.iter().enumerate() {
+        per_point[i % pattern2.len()] += s;
+    }
+    let want2: G2Projective = pattern2
+        .iter()
+        .zip(&per_point)
+        .map(|(p, s)| G2Projective::from(p) * s)
+        .sum();
+    st.srs_alloc(Section::BG2, n2).expect("section");
+    st.srs_tile(Section::BG2, &pattern2).expect("tiled points");
+    st.upload_aux(&scalars2).expect("scalars");
+    for cap in [0u32, 256, 64] {
+        with_cap(&mut st, cap);
+        let got = st.msm_g2_resident(Source::Aux, 0, n2);
+        assert_eq!(
+            got.expect("G2 MSM"),
+            want2,
+            "G2, heavy_bucket_points = {cap}"
+        );
+    }
+    with_cap(&mut st, 0);
+    st.srs_free().expect("free");
 }
 
 /// A pick over aux itself (the small cards' way: no second vector, chunk
