@@ -24,8 +24,10 @@
 # packed, gpus.tuning.pack_aux = true; `v24tile`/`v32tile` as `v24`/`v32`
 # with gpus.tuning.split_tile_others = true; `v24k3`/`v32k3` with
 # gpus.partitions_per_pass = 3 and engine.synthesized_queue = 4;
-# `v16heavy`/`v24heavy`/`v32heavy`/`deviceheavy` with
-# gpus.tuning.heavy_bucket_points = $HEAVY_POINTS (default 1024); `auto` and `auto16` the same with no
+# a name with `heavy` in it (`v24heavy`, `deviceheavy`, `v24heavycarry`)
+# with gpus.tuning.heavy_bucket_points = $HEAVY_POINTS (default 1024), one
+# with `carry` with gpus.tuning.carry_buckets = true (any `v16*`, `v24*`,
+# `v32*` or `device*` name runs at that limit); `auto` and `auto16` the same with no
 # [engine] section, the daemon sizing itself). The `snap` configuration
 # then deletes the PoRep parameters, makes SnapDeals' (~30 GB; from its
 # constraint system, recorded at the start beside the other parameters,
@@ -173,7 +175,7 @@ daemon_runs() {
 listen = "$ADDR"
 journal = false
 log = "warn,partition=info,cuzk_core=info,cuzk_cuda=info"
-$(case $cfg in auto*) ;; *k3) printf '[engine]\npartition_workers = 2\ngpu_workers_per_device = 2\nsynthesized_queue = 4\n' ;; *) printf '[engine]\npartition_workers = 2\ngpu_workers_per_device = 2\nsynthesized_queue = 2\n' ;; esac)
+$(case $cfg in auto*) ;; *k3*) printf '[engine]\npartition_workers = 2\ngpu_workers_per_device = 2\nsynthesized_queue = 4\n' ;; *) printf '[engine]\npartition_workers = 2\ngpu_workers_per_device = 2\nsynthesized_queue = 2\n' ;; esac)
 [params]
 cache_dir = "$P"
 [gpus]
@@ -186,7 +188,7 @@ EOF
   # itself (gpus.partitions_per_pass = 1), for the side-by-side figure.
   case $cfg in *p1) echo "partitions_per_pass = 1" >> "$L/cuzk-$cfg.toml" ;; esac
   # *k3: three partitions share each pass (a queue of four to draw from).
-  case $cfg in *k3) echo "partitions_per_pass = 3" >> "$L/cuzk-$cfg.toml" ;; esac
+  case $cfg in *k3*) echo "partitions_per_pass = 3" >> "$L/cuzk-$cfg.toml" ;; esac
   # TUNING: lines of [gpus.tuning] (e.g. "trace_msm = true"), traces on
   # the daemon's stderr.
   # $TUNING_CONFIGS: only these configurations get it (default: all).
@@ -199,8 +201,10 @@ EOF
   case $cfg in *packed) tune="${tune:+$tune$'\n'}pack_aux = true" ;; esac
   # *tile: each streamed tile's others through Pippenger as gathered.
   case $cfg in *tile) tune="${tune:+$tune$'\n'}split_tile_others = true" ;; esac
-  # *heavy: buckets past 1,024 points summed by whole blocks.
-  case $cfg in *heavy) tune="${tune:+$tune$'\n'}heavy_bucket_points = ${HEAVY_POINTS:-1024}" ;; esac
+  # *heavy*: buckets past 1,024 points summed by whole blocks.
+  case $cfg in *heavy*) tune="${tune:+$tune$'\n'}heavy_bucket_points = ${HEAVY_POINTS:-1024}" ;; esac
+  # *carry*: streamed MSMs keep their buckets across batches.
+  case $cfg in *carry*) tune="${tune:+$tune$'\n'}carry_buckets = true" ;; esac
   [ -n "$tune" ] && printf '[gpus.tuning]\n%s\n' "$tune" >> "$L/cuzk-$cfg.toml"
   step "$cfg daemon-start"
   # The daemon logs as its config says (RUST_LOG would override it and
@@ -291,20 +295,13 @@ fi
 for cfg in ${CONFIGS:-device host}; do
   case $cfg in
     device) daemon_runs device true "${DEVICE_RUNS:-first isolated pipelined winning}" ;;
-    deviceheavy) daemon_runs deviceheavy true "${DEVICE_RUNS:-first pipelined}" ;;
+    device*) daemon_runs "$cfg" true "${DEVICE_RUNS:-first pipelined}" ;;
     # The cards operators own, simulated with gpus.vram_limit.
-    v16) daemon_runs v16 true "${SMALL_RUNS:-first pipelined}" 16GiB ;;
-    v16p1) daemon_runs v16p1 true "${SMALL_RUNS:-first pipelined}" 16GiB ;;
-    v24) daemon_runs v24 true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
-    v24packed) daemon_runs v24packed true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
-    v32) daemon_runs v32 true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
-    v24tile) daemon_runs v24tile true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
-    v32tile) daemon_runs v32tile true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
-    v24k3) daemon_runs v24k3 true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
-    v32k3) daemon_runs v32k3 true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
-    v16heavy) daemon_runs v16heavy true "${SMALL_RUNS:-first pipelined}" 16GiB ;;
-    v24heavy) daemon_runs v24heavy true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
-    v32heavy) daemon_runs v32heavy true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
+    # v16, v24, v32 and their variants (v24k3, v24heavycarry, ...: see the
+    # engine and tuning cases in daemon_runs).
+    v16*) daemon_runs "$cfg" true "${SMALL_RUNS:-first pipelined}" 16GiB ;;
+    v24*) daemon_runs "$cfg" true "${SMALL_RUNS:-first pipelined}" 24GiB ;;
+    v32*) daemon_runs "$cfg" true "${SMALL_RUNS:-first pipelined}" 32GiB ;;
     # No [engine] section: the zero-config daemon sizes itself.
     auto) daemon_runs auto true "${DEVICE_RUNS:-first pipelined}" ;;
     auto16) daemon_runs auto16 true "${SMALL_RUNS:-first pipelined}" 16GiB ;;

@@ -18,7 +18,11 @@
 # the tests are followed, once porep32.sh has made its parameters and
 # waits for them, by `gpu-bench --log-domain 27 --srs resident
 # --partitions 3` run new, old, new, old ($OLD_LAB_RUNS, e.g. "new1 old1";
-# gpu-bench-*.log; issue 35's side-by-side), so nothing else uses the GPU meanwhile. With
+# gpu-bench-*.log; issue 35's side-by-side), so nothing else uses the GPU meanwhile.
+# With OTHERS_BENCH=1, before those: partition 0's L others dumped by
+# `witness-shape` once the fixtures exist (CPU, while the tests run), and
+# `others-bench --g2` over them once the parameters are made
+# (others-bench.log; the heavy_bucket_points caps). With
 # $PER_PASS_K, last, `gpu-bench --vram-limit 16GiB --partitions-per-pass
 # $PER_PASS_K --srs both` (per-pass.log).
 # Everything starts with setsid and this returns: the device
@@ -53,6 +57,15 @@ for t in $B/gpu_*; do
   "\$t" --nocapture --test-threads=1 > "$L/test-\$(basename \$t).log" 2>&1
   echo "\$(date -u +%T) \$(basename \$t) rc=\$? \$(( \$(date +%s) - s ))s \$(grep -E '^test result' "$L/test-\$(basename \$t).log" | tail -1)" >> "$L/tests.txt"
 done
+if [ -n "${OTHERS_BENCH:-}" ]; then
+  for _ in \$(seq 600); do grep -q ' record' "$L/32/steps.txt" 2>/dev/null && break; sleep 1; done
+  "$B/cuzk-lab" witness-shape --kind porep --sector-size 32GiB --dump-others "$L/others.bin" > "$L/witness-shape.log" 2>&1
+  echo "\$(date -u +%T) witness-shape rc=\$? \$(tail -1 "$L/witness-shape.log")" >> "$L/tests.txt"
+  for _ in \$(seq 1200); do grep -q 'waiting for' "$L/32/steps.txt" 2>/dev/null && break; sleep 1; done
+  "$B/cuzk-lab" others-bench --others-from "$L/others.bin" --g2 > "$L/others-bench.log" 2>&1
+  echo "\$(date -u +%T) others-bench rc=\$? \$(grep -E '^others_bench_summary' "$L/others-bench.log")" >> "$L/tests.txt"
+  rm -f "$L/others.bin"
+fi
 if [ -x "$B/old-cuzk-lab" ]; then
   for _ in \$(seq 1200); do grep -q 'waiting for' "$L/32/steps.txt" 2>/dev/null && break; sleep 1; done
   for r in ${OLD_LAB_RUNS:-new1 old1 new2 old2}; do

@@ -38,14 +38,53 @@ void bucket_sizes(const uint32_t* hist, uint32_t row_bits, uint32_t total,
     }
 }
 
+// The sum of the points that digits d[from], d[from + step], ... (below
+// `end`) name, each negated when its digit's bit 31 says so; infinity when
+// there are none. One thread's chain, in `accumulate_ordered` (a whole
+// bucket) and `accumulate_heavy` (a strided share of one).
+template<class bucket_T, class affine_mem, class affine_T = typename bucket_T::affine_t>
+__device__ __forceinline__ bucket_T chain_sum(const affine_mem* points, const uint32_t* d,
+                                              uint32_t from, uint32_t end, uint32_t step)
+{
+    bucket_T acc;
+    if (from < end) {
+        uint32_t dg = d[from];
+        affine_T p = points[dg & 0x7fffffffU];
+        acc = p;
+        acc.cneg(dg >> 31);
+        for (uint32_t i = from + step; i < end; i += step) {
+            dg = d[i];
+            p = points[dg & 0x7fffffffU];
+            acc.add(p, dg >> 31);
+        }
+    } else {
+        acc.inf();
+    }
+    return acc;
+}
+
+// acc += buckets[g]: the sum earlier batches left there (`carry`).
+template<class bucket_T, class bucket_mem>
+__device__ __forceinline__ void add_carried(bucket_T& acc, const bucket_mem* buckets,
+                                            uint32_t g)
+{
+    bucket_T prev;
+    prev = buckets[g];
+    if (bucket_T::degree == 1)
+        acc.add(prev);
+    else
+        acc.uadd(prev);
+}
+
 // Sums bucket order[t] for t < total (and < *bound if given), warps taking the next
 // WARP_SZ/degree entries of `order` from `*next` (zero at launch). Bucket g = y·row + x
 // holds the points digits[y][hist[y][x−1] .. hist[y][x]) (sign in bit 31),
 // its sum goes to buckets[g]; window 0's bucket 0 is left at infinity, and
 // so are buckets of more than `cap` points when `cap` is not 0
-// (`accumulate_heavy` sums those).
-template<class bucket_T, class affine_mem, class bucket_mem = typename bucket_T::mem_t,
-         class affine_T = typename bucket_T::affine_t>
+// (`accumulate_heavy` sums those). With `carry` each sum is added to what
+// buckets[g] holds (an earlier batch's), and an empty bucket keeps it.
+template<bool carry, class bucket_T, class affine_mem,
+         class bucket_mem = typename bucket_T::mem_t>
 __launch_bounds__(384) __global__
 void accumulate_ordered(bucket_mem* buckets, uint32_t row_bits,
                         const affine_mem* points, const uint32_t* digits,
@@ -74,21 +113,16 @@ void accumulate_ordered(bucket_mem* buckets, uint32_t row_bits,
         uint32_t end = hist[g], beg = x ? hist[g - 1] : 0;
         if (cap && end - beg > cap && g != 0)
             continue;  // accumulate_heavy's
+        if constexpr (carry)
+            if (g == 0 || end == beg)
+                continue;  // keeps the earlier batches' sum
         bucket_T acc;
-        if (end > beg && g != 0) {
-            const uint32_t* d = digits + (size_t)y * digits_stride;
-            uint32_t dg = d[beg];
-            affine_T p = points[dg & 0x7fffffffU];
-            acc = p;
-            acc.cneg(dg >> 31);
-            for (uint32_t i = beg + 1; i < end; i++) {
-                dg = d[i];
-                p = points[dg & 0x7fffffffU];
-                acc.add(p, dg >> 31);
-            }
-        } else {
+        if (g != 0)
+            acc = chain_sum<bucket_T>(points, digits + (size_t)y * digits_stride, beg, end, 1);
+        else
             acc.inf();
-        }
+        if constexpr (carry)
+            add_carried(acc, buckets, g);
         buckets[g] = acc;
     }
 }
@@ -113,9 +147,9 @@ static size_t heavy_scratch_bytes(uint32_t sm_count)
 // entries b, b + gridDim.x, ... while they are over `cap`. Each logical
 // thread adds a strided share of the bucket's points, the shares are
 // folded pairwise through `scratch` (HEAVY_BLOCK / degree a block), and
-// the sum goes to buckets[g].
-template<class bucket_T, class affine_mem, class bucket_mem = typename bucket_T::mem_t,
-         class affine_T = typename bucket_T::affine_t>
+// the sum goes to buckets[g] (added to it with `carry`).
+template<bool carry, class bucket_T, class affine_mem,
+         class bucket_mem = typename bucket_T::mem_t>
 __launch_bounds__(HEAVY_BLOCK) __global__
 void accumulate_heavy(bucket_mem* buckets, uint32_t row_bits, const affine_mem* points,
                       const uint32_t* digits, uint32_t digits_stride, const uint32_t* hist,
@@ -133,22 +167,8 @@ void accumulate_heavy(bucket_mem* buckets, uint32_t row_bits, const affine_mem* 
         const uint32_t end = hist[g], beg = x ? hist[g - 1] : 0;
         if (g == 0 || end - beg <= cap)
             break;  // largest first (cap < 0xffff, the sort's clamp): none heavier follows
-        const uint32_t* d = digits + (size_t)y * digits_stride;
-        bucket_T acc;
-        uint32_t i = beg + lane;
-        if (i < end) {
-            uint32_t dg = d[i];
-            affine_T p = points[dg & 0x7fffffffU];
-            acc = p;
-            acc.cneg(dg >> 31);
-            for (i += per; i < end; i += per) {
-                dg = d[i];
-                p = points[dg & 0x7fffffffU];
-                acc.add(p, dg >> 31);
-            }
-        } else {
-            acc.inf();
-        }
+        bucket_T acc = chain_sum<bucket_T>(points, digits + (size_t)y * digits_stride,
+                                           beg + lane, end, per);
         part[lane] = acc;
         __syncthreads();
         for (uint32_t half = per / 2; half > 0; half /= 2) {
@@ -167,13 +187,16 @@ void accumulate_heavy(bucket_mem* buckets, uint32_t row_bits, const affine_mem* 
         if (lane == 0) {
             bucket_T a;
             a = part[0];
+            if constexpr (carry)
+                add_carried(a, buckets, g);
             buckets[g] = a;
         }
         __syncthreads();
     }
 }
 
-// The order of one batch's buckets and their accumulation, on `s`.
+// The order of one batch's buckets and their accumulation, on `s`; with
+// `carry` the sums are added to the buckets' (an earlier batch's).
 // Scratch at `tmp`: `order_bytes()` (four words a bucket, a counter and
 // CUB's scratch, `cub_size`, queried once per MSM; with `affine` threads of
 // `accumulate_affine`, their slots after that). Three counters: the affine
@@ -210,7 +233,20 @@ struct ordered_accumulate {
     template<class bucket_T, class affine_mem, class bucket_mem>
     void run(const stream_t& s, uint8_t* tmp, bucket_mem* buckets,
              const affine_mem* points, vec2d_t<uint32_t> digits, uint32_t stride,
-             vec2d_t<uint32_t> hist) const
+             vec2d_t<uint32_t> hist, bool carry = false) const
+    {
+        // Carrying is a template argument: the kernels without it stay as
+        // they were (the affine one spills with more XYZZ code in it).
+        if (carry)
+            run_as<true, bucket_T>(s, tmp, buckets, points, digits, stride, hist);
+        else
+            run_as<false, bucket_T>(s, tmp, buckets, points, digits, stride, hist);
+    }
+
+    template<bool carry, class bucket_T, class affine_mem, class bucket_mem>
+    void run_as(const stream_t& s, uint8_t* tmp, bucket_mem* buckets,
+                const affine_mem* points, vec2d_t<uint32_t> digits, uint32_t stride,
+                vec2d_t<uint32_t> hist) const
     {
         uint32_t* keys0 = (uint32_t*)tmp;
         uint32_t* keys1 = keys0 + total;
@@ -235,7 +271,7 @@ struct ordered_accumulate {
             if (affine.threads) {
                 const affine_scratch sc =
                     carve_affine_scratch(tmp + sort_bytes(), affine.threads);
-                accumulate_affine<bucket_T, affine_mem>
+                accumulate_affine<carry, bucket_T, affine_mem>
                     <<<affine.threads / AFFINE_BLOCK, AFFINE_BLOCK, 0, s>>>(
                         buckets, row_bits, points, (const uint32_t*)digits[0], stride,
                         (const uint32_t*)hist[0], (const uint32_t*)v.Current(), total,
@@ -246,14 +282,14 @@ struct ordered_accumulate {
         if (heavy_cap) {
             bucket_mem* part = (bucket_mem*)(tmp + sort_bytes() +
                                              affine_scratch_bytes(affine.threads));
-            accumulate_heavy<bucket_T, affine_mem>
+            accumulate_heavy<carry, bucket_T, affine_mem>
                 <<<s.sm_count(), HEAVY_BLOCK, 0, s>>>(
                     buckets, row_bits, points, (const uint32_t*)digits[0], stride,
                     (const uint32_t*)hist[0], (const uint32_t*)v.Current(), total,
                     heavy_cap, part);
             CUDA_OK(cudaGetLastError());
         }
-        s.launch_coop(accumulate_ordered<bucket_T, affine_mem>, {s.sm_count(), 0},
+        s.launch_coop(accumulate_ordered<carry, bucket_T, affine_mem>, {s.sm_count(), 0},
                       buckets, row_bits, points, (const uint32_t*)digits[0], stride,
                       (const uint32_t*)hist[0], (const uint32_t*)v.Current(), total,
                       next + 1, affine.threads ? (const uint32_t*)bound : nullptr,

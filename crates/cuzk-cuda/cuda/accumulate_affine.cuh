@@ -135,8 +135,10 @@ static const uint32_t NO_DIGIT = 0xffffffffU;
 // `accumulate_ordered` after this (with `order` sorted largest first they
 // are a prefix of it). (The XYZZ sums are a kernel of their own: inside
 // this one their registers made these loops spill.) Scratch `sc` for
-// gridDim.x·blockDim.x threads (`affine_scratch_bytes`).
-template<class bucket_T, class affine_mem, class bucket_mem = typename bucket_T::mem_t,
+// gridDim.x·blockDim.x threads (`affine_scratch_bytes`). With `carry` each
+// sum is added to what buckets[g] holds (an earlier batch's).
+template<bool carry, class bucket_T, class affine_mem,
+         class bucket_mem = typename bucket_T::mem_t,
          class affine_T = typename bucket_T::affine_t>
 __launch_bounds__(AFFINE_BLOCK, 2) __global__
 void accumulate_affine(bucket_mem* buckets, uint32_t row_bits, const affine_mem* points,
@@ -251,9 +253,15 @@ void accumulate_affine(bucket_mem* buckets, uint32_t row_bits, const affine_mem*
         #pragma unroll 1
         for (uint32_t b = 0; b < B && first + b < total; b++) {
             const size_t s = b * T + tid;
+            const uint32_t g = order[first + b];
             bucket_T out;
             out = affine_T{sc.acc_x[s], sc.acc_y[s]};
-            buckets[order[first + b]] = out;
+            if constexpr (carry) {
+                bucket_T prev;
+                prev = buckets[g];
+                out.add(prev);
+            }
+            buckets[g] = out;
         }
     }
 }

@@ -126,6 +126,9 @@ struct cuzk_cuda_ctx {
     // Bytes of SRS points streamed from host memory since the last
     // cuzk_cuda_take_shape.
     size_t streamed_bytes = 0;
+    // Streamed MSMs that carried their buckets across batches
+    // (gpus.tuning.carry_buckets), for the tests (cuzk_cuda_carried_msms).
+    size_t carried_msms = 0;
     // Resident SRS points, one raw buffer per section (h, l, a, b_g1:
     // affine G1; b_g2: affine G2), kept until cuzk_cuda_srs_free.
     struct section {
@@ -405,6 +408,15 @@ RustError cuzk_cuda_fail_next_allocs(cuzk_cuda_ctx* ctx, int count)
 {
     CUZK_TRY
     ctx->mem.fail_next = count;
+    CUZK_CATCH
+}
+
+// How many streamed MSMs of this context carried their buckets across
+// batches (gpus.tuning.carry_buckets).
+RustError cuzk_cuda_carried_msms(cuzk_cuda_ctx* ctx, size_t* out)
+{
+    CUZK_TRY
+    *out = ctx->carried_msms;
     CUZK_CATCH
 }
 #endif

@@ -160,6 +160,9 @@ struct msm_driver {
     uint32_t wbits, nwins;
     // Batches at least (`fit`: fewer points a batch, less scratch).
     size_t min_batch = 1;
+    // `gpus.tuning.carry_buckets` for this MSM (set by `fit` for streamed
+    // points): see `layout::carry`.
+    bool carry_on = false;
 
     // Points of one streamed tile at most (8 or more batches for a 2^27
     // MSM, so the first tile's copy is the only one not overlapped).
@@ -224,12 +227,17 @@ struct msm_driver {
     // A relative cost of `n` points at the current width and batches:
     // accumulation per point and window, integration per bucket and batch
     // (per-operation times measured on an H200, docs/PERF.md: ~0.39 ns a
-    // point-window, ~0.52 ns a bucket).
+    // point-window, ~0.52 ns a bucket); carried buckets are integrated
+    // once, for one addition a bucket and later batch (half an
+    // integration's two).
     double cost(size_t n) const
     {
         const layout L = plan(n);
-        return 0.39 * nwins * (double)n +
-               0.52 * (double)L.batch * nwins * (double)L.row_sz;
+        const double rows = (double)nwins * (double)L.row_sz;
+        if (L.carry)
+            return 0.39 * nwins * (double)n + 0.52 * rows +
+                   0.26 * (double)(L.batch - 1) * rows;
+        return 0.39 * nwins * (double)n + 0.52 * (double)L.batch * rows;
     }
 
     // Fits the MSM of `n` points (streamed from the host when `host_elem`
@@ -241,6 +249,7 @@ struct msm_driver {
     {
         if (n == 0)
             return;
+        carry_on = host_elem && tune.carry_buckets;
         if (host_elem) {
             const size_t cap = tile ? tile : MAX_TILE;
             min_batch = (n + cap - 1) / cap;
@@ -251,6 +260,35 @@ struct msm_driver {
             return;
         const uint32_t rule = wbits;
         const size_t first_batch = min_batch;
+        // With carry_buckets: the cheaper of the best carried fit and the
+        // best fit without (carrying takes a second set of digits).
+        choice pick = search(n, budget, host_elem, rule, first_batch);
+        if (carry_on) {
+            carry_on = false;
+            const choice plain = search(n, budget, host_elem, rule, first_batch);
+            const bool carried = pick.fits && (!plain.fits || pick.cost <= plain.cost);
+            carry_on = carried;
+            if (!carried)
+                pick = plain;
+        }
+        set_width(pick.w);
+        min_batch = pick.b;
+    }
+
+    // A width and a number of batches `search` found, and their cost.
+    struct choice {
+        uint32_t w;
+        size_t b;
+        bool fits;
+        double cost;
+    };
+
+    // `fit`'s search from the rule's width `rule` and `first_batch`
+    // batches (carrying as `carry_on` says): the cheapest width that fits
+    // `budget` (`fits`), else the smallest.
+    choice search(size_t n, size_t budget, size_t host_elem, uint32_t rule,
+                  size_t first_batch)
+    {
         static const uint32_t widths[] = {0, 22, 20, 17, 16, 13, 10};
         uint32_t best_w = 0, small_w = rule;
         size_t best_b = 0, small_b = first_batch, small_need = SIZE_MAX;
@@ -283,8 +321,9 @@ struct msm_driver {
                 }
             }
         }
-        set_width(best_w ? best_w : small_w);
-        min_batch = best_w ? best_b : small_b;
+        if (best_w)
+            return choice{best_w, best_b, true, best_cost};
+        return choice{small_w, small_b, false, 0};
     }
 
     // Where `run` puts its device scratch for `npoints` points: one blob
@@ -292,13 +331,22 @@ struct msm_driver {
     // a point, or 12 and CUB's scratch), the digits, the accumulated window
     // sums, the integration's span pairs and, after `before_order`, the
     // buckets' size order (`accumulate.cuh`).
+    //
+    // `carry` (`gpus.tuning.carry_buckets`, streamed MSMs of several
+    // batches): the buckets keep their sums from batch to batch and are
+    // integrated once, after the last, instead of once a batch; the
+    // histogram and digits are two sets (`hist_b`, `digits_b` are one
+    // set's), so the next batch's digits are sorted while this batch
+    // accumulates.
     struct layout {
         size_t batch, stride, row_sz, nsums, nacc;
         uint32_t fanout;
         size_t cub_b, temps_b, buckets_b, hist_b, digits_b, acc_b, pairs_b;
         size_t before_order, order_b;
         ordered_accumulate ordered;
+        bool carry;
 
+        size_t sets() const { return carry ? 2 : 1; }
         size_t bytes() const { return before_order + order_b; }
     };
 
@@ -343,12 +391,18 @@ struct msm_driver {
         const ordered_accumulate ordered{
             wbits - 1, total, affine, heavy,
             heavy ? heavy_scratch_bytes<bucket_T>((uint32_t)gpu.sm_count()) : 0};
-        size_t before_order = (buckets_b + hist_b + temps_b + digits_b + acc_b +
-                               pairs_b + 255) & ~(size_t)255;
+        // Carried sums need each bucket written once a batch: past the
+        // sort's clamp (0xffff) the affine kernel's skipped prefix is not
+        // sure to be one (`accumulate_affine.cuh`).
+        const bool carry = carry_on && batch > 1 &&
+                           (!affine.threads || affine.max_rounds < 0xffffU);
+        const size_t sets = carry ? 2 : 1;
+        size_t before_order = (buckets_b + sets * hist_b + temps_b + sets * digits_b +
+                               acc_b + pairs_b + 255) & ~(size_t)255;
         return layout{batch,     stride,    row_sz,   nsums,        nacc,
                       fanout,    cub_b,     temps_b,  buckets_b,    hist_b,
                       digits_b,  acc_b,     pairs_b,  before_order, ordered.order_bytes(),
-                      ordered};
+                      ordered,   carry};
     }
 
     // The sum of one window, `bits` wide, from integrate's T pairs: thread
@@ -392,6 +446,27 @@ struct msm_driver {
         return res;
     }
 
+    // Integrates every window's row of buckets on `ms` (the first 2T
+    // buckets of each row then hold integrate's pairs).
+    void integrate_rows(bucket_mem* buckets, bucket_mem* pairs, uint32_t fanout,
+                        const stream_t& ms) const
+    {
+        if (fanout) {
+            dim3 grid1{(uint32_t)(T * fanout * bucket_T::degree / INTEGRATE_SPAN_THREADS),
+                       nwins};
+            integrate_spans<bucket_T><<<grid1, INTEGRATE_SPAN_THREADS, 0, ms>>>(
+                buckets, pairs, wbits, scalar_t::bit_length());
+            CUDA_OK(cudaGetLastError());
+            integrate_merge<bucket_T><<<nwins, MSM_NTHREADS, 0, ms>>>(
+                buckets, pairs, wbits, scalar_t::bit_length(), fanout);
+        } else {
+            integrate<bucket_T><<<nwins, MSM_NTHREADS,
+                                  sizeof(bucket_T) * MSM_NTHREADS / bucket_T::degree, ms>>>(
+                buckets, nwins, wbits, scalar_t::bit_length());
+        }
+        CUDA_OK(cudaGetLastError());
+    }
+
     // Σ scalars[i]·points[i], scalars on the device (Montgomery form),
     // points on the device or, given `hp`, in host memory (streamed into
     // two tiles, one batch a tile, see `stream_tiles.cuh`; `points` is then
@@ -431,12 +506,19 @@ struct msm_driver {
         } guard{ms, ss};
         uint8_t* base = &blob[0];
         bucket_mem* d_buckets = (bucket_mem*)base;
-        vec2d_t<uint32_t> d_hist{(uint32_t*)(base + buckets_b), (uint32_t)row_sz};
-        vec2d_t<uint2> d_temps{(uint2*)(base + buckets_b + hist_b), (uint32_t)stride};
-        vec2d_t<uint32_t> d_digits{(uint32_t*)(base + buckets_b + hist_b + temps_b),
-                                   (uint32_t)stride};
-        bucket_mem* d_acc = (bucket_mem*)(base + buckets_b + hist_b + temps_b +
-                                          digits_b);
+        // One set of histogram and digits, or two when carrying (batch i
+        // uses set i % sets).
+        const size_t sets = L.sets();
+        auto hist_set = [&](size_t k) {
+            return vec2d_t<uint32_t>{(uint32_t*)(base + buckets_b + k * hist_b),
+                                     (uint32_t)row_sz};
+        };
+        vec2d_t<uint2> d_temps{(uint2*)(base + buckets_b + sets * hist_b), (uint32_t)stride};
+        uint8_t* const digits_at = base + buckets_b + sets * hist_b + temps_b;
+        auto digits_set = [&](size_t k) {
+            return vec2d_t<uint32_t>{(uint32_t*)(digits_at + k * digits_b), (uint32_t)stride};
+        };
+        bucket_mem* d_acc = (bucket_mem*)(digits_at + sets * digits_b);
         bucket_mem* d_pairs = (bucket_mem*)((uint8_t*)d_acc + acc_b);
         uint8_t* d_order = base + before_order;
         // Streamed points: two tiles of a batch each, filled on stream 1.
@@ -444,7 +526,7 @@ struct msm_driver {
         if (hp)
             tiles.reset(new tile_pair(ms, gpu[1], *hp, stride));
         // The scratch is ms's; ss may use it once ms got this far.
-        event_t ready, sorted, consumed;
+        event_t ready, sorted[2], consumed[2];
         ready.record(ms);
         ready.wait(ss);
 
@@ -452,17 +534,24 @@ struct msm_driver {
         while (grid & (grid - 1))
             grid -= grid & (0 - grid);
         trace.at(1);
-        auto digits = [&](size_t cur, size_t off, size_t num) {
-            trace.mark(cur, msm_trace::B0, ss);
+        auto batch_len = [&](size_t k) {
+            size_t at = k * stride;
+            return at >= npoints ? 0 : npoints - at < stride ? npoints - at : stride;
+        };
+        // Batch k's digits, sorted, into set k % sets.
+        auto digits = [&](size_t k) {
+            const size_t set = k % sets;
+            const vec2d_t<uint32_t> dg = digits_set(set);
+            trace.mark(k, msm_trace::B0, ss);
             breakdown<<<2 * grid, 1024, sizeof(scalar_t) * 1024, ss>>>(
-                d_digits, scalars + off, num, nwins, wbits, true);
+                dg, scalars + k * stride, batch_len(k), nwins, wbits, true);
             CUDA_OK(cudaGetLastError());
-            trace.mark(cur, msm_trace::B1, ss);
+            trace.mark(k, msm_trace::B1, ss);
             uint32_t* t = (uint32_t*)d_temps[0];
-            sorter.run(ss, d_digits, d_hist, t, stride, t + 3 * stride,
-                       temps_b - stride * 12, num);
-            trace.mark(cur, msm_trace::S1, ss);
-            sorted.record(ss);
+            sorter.run(ss, dg, hist_set(set), t, stride, t + 3 * stride,
+                       temps_b - stride * 12, batch_len(k));
+            trace.mark(k, msm_trace::S1, ss);
+            sorted[set].record(ss);
         };
 
         const uint32_t fold_block = 256;
@@ -475,68 +564,56 @@ struct msm_driver {
             CUDA_OK(cudaGetLastError());
         };
 
-        size_t off = 0;
-        size_t num = stride < npoints ? stride : npoints;
-        auto batch_len = [&](size_t k) {
-            size_t at = k * stride;
-            return at >= npoints ? 0 : npoints - at < stride ? npoints - at : stride;
-        };
         if (tiles) {
-            tiles->fill(0, 0, num);
+            tiles->fill(0, 0, batch_len(0));
             if (batch > 1)
                 tiles->fill(1, stride, batch_len(1));
         }
-        digits(0, 0, num);
+        for (size_t k = 0; k < sets && k < batch; k++)
+            digits(k);
+        if (L.carry && hp && hp->carried)
+            ++*hp->carried;
         for (size_t i = 0; i < batch; i++) {
-            const affine_mem* pts = &d_points[off];
+            const size_t set = i % sets, num = batch_len(i);
+            const vec2d_t<uint32_t> dg = digits_set(set), hs = hist_set(set);
+            const affine_mem* pts = &d_points[i * stride];
             if (tiles) {
                 pts = (const affine_mem*)tiles->tile(i);
                 tiles->wait_landed(i, ms);
             }
-            sorted.wait(ms);
+            sorted[set].wait(ms);
             trace.mark(i, msm_trace::M0, ms);
             batch_addition<bucket_T><<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, ms>>>(
-                &d_buckets[nwins * row_sz], pts, num, &d_digits[0][0],
-                d_hist[0][0]);
+                &d_buckets[nwins * row_sz], pts, num, &dg[0][0], hs[0][0]);
             CUDA_OK(cudaGetLastError());
             trace.mark(i, msm_trace::M1, ms);
-            ordered.run<bucket_T>(ms, d_order, d_buckets, pts,
-                                  d_digits, (uint32_t)stride, d_hist);
-            consumed.record(ms);
+            ordered.run<bucket_T>(ms, d_order, d_buckets, pts, dg, (uint32_t)stride, hs,
+                                  L.carry && i > 0);
+            consumed[set].record(ms);
             if (tiles) {
                 tiles->release(i, ms);
                 if (i + 2 < batch)
                     tiles->fill(i + 2, (i + 2) * stride, batch_len(i + 2));
             }
             trace.mark(i, msm_trace::M2, ms);
-            if (fanout) {
-                dim3 grid1{(uint32_t)(T * fanout * bucket_T::degree /
-                                      INTEGRATE_SPAN_THREADS), nwins};
-                integrate_spans<bucket_T><<<grid1, INTEGRATE_SPAN_THREADS, 0, ms>>>(
-                    d_buckets, d_pairs, wbits, scalar_t::bit_length());
-                CUDA_OK(cudaGetLastError());
-                integrate_merge<bucket_T><<<nwins, MSM_NTHREADS, 0, ms>>>(
-                    d_buckets, d_pairs, wbits, scalar_t::bit_length(), fanout);
-            } else {
-                integrate<bucket_T><<<nwins, MSM_NTHREADS,
-                                      sizeof(bucket_T) * MSM_NTHREADS / bucket_T::degree,
-                                      ms>>>(d_buckets, nwins, wbits,
-                                            scalar_t::bit_length());
-            }
-            CUDA_OK(cudaGetLastError());
+            // Carried buckets are integrated after the last batch only.
+            const bool integrate_now = !L.carry || i + 1 == batch;
+            if (integrate_now)
+                integrate_rows(d_buckets, d_pairs, fanout, ms);
             trace.mark(i, msm_trace::M3, ms);
-            // Window sums of this batch into the accumulator: the first
-            // 2T buckets of each row, then the batch-addition sums.
-            for (uint32_t y = 0; y < nwins; y++)
-                fold(d_acc + y * 2 * T, d_buckets + y * row_sz, 2 * T, i == 0);
+            // Window sums into the accumulator (the first 2T buckets of
+            // each row), then this batch's batch-addition sums.
+            if (integrate_now)
+                for (uint32_t y = 0; y < nwins; y++)
+                    fold(d_acc + y * 2 * T, d_buckets + y * row_sz, 2 * T,
+                         L.carry || i == 0);
             fold(d_acc + nwins * 2 * T, d_buckets + nwins * row_sz, nsums, i == 0);
             trace.mark(i, msm_trace::M4, ms);
-            if (i + 1 < batch) {
-                off += stride;
-                num = off + stride <= npoints ? stride : npoints - off;
-                // The digits buffers are free once accumulate is done.
-                consumed.wait(ss);
-                digits(i + 1, off, num);
+            // The next batch of this set once this one's accumulation has
+            // read its digits.
+            if (i + sets < batch) {
+                consumed[set].wait(ss);
+                digits(i + sets);
             }
         }
 

@@ -75,8 +75,9 @@ static RustError msm_shared(cuzk_cuda_ctx* const* ctxs, const int* sources, size
         return RustError{0};
     typedef typename affine_T::mem_t affine_mem;
     size_t copied = 0;
-    const host_points hp{points, sizeof(affine_mem), &first->chunks, &copied,
-                         first->tune.stream_tile_points};
+    host_points hp{points, sizeof(affine_mem), &first->chunks, &copied,
+                   first->tune.stream_tile_points};
+    hp.carried = &first->carried_msms;
     struct share_out {
         cuzk_cuda_ctx* const* ctxs;
         size_t k;

@@ -47,6 +47,7 @@ struct host_points {
     bool pinned = false;
     chunk_ring* ring = nullptr;     // for pageable memory
     size_t* copied = nullptr;       // host-to-device bytes, summed (or null)
+    size_t* carried = nullptr;      // MSMs that carried buckets, counted (or null)
     // Forced tile size in points (gpus.tuning.stream_tile_points; 0: the
     // driver's choice).
     size_t tile_points = 0;

@@ -3,7 +3,7 @@
 //! Nothing here reads the environment; every knob that changes what the
 //! kernels or copies do is a field below, and `--print-config` shows it.
 //!
-//! The layout is `RawTuning` in `src/ffi.rs` (repr(C)): keep the two in
+//! The layout is `RawTuning` in `src/raw_tuning.rs` (repr(C)): keep the two in
 //! step.
 
 #ifndef __CUZK_TUNING_CUH__
@@ -35,6 +35,10 @@ struct cuzk_cuda_tuning {
     // as they are gathered, beside the next tiles' copies, instead of over
     // all of them after the last tile (split01.cuh).
     uint8_t split_tile_others;
+    // A streamed MSM of several batches keeps its buckets' sums from batch
+    // to batch and integrates them once, sorting the next batch's digits
+    // while this one accumulates (two sets of digits; msm_driver.cuh).
+    uint8_t carry_buckets;
     // Buckets of more points than this are summed by whole blocks of
     // threads, not one thread each (accumulate.cuh); 0: one thread each.
     uint32_t heavy_bucket_points;
@@ -57,6 +61,7 @@ static inline cuzk_cuda_tuning default_tuning()
     t.split_trace = 0;
     t.split_check = 0;
     t.split_tile_others = 0;
+    t.carry_buckets = 0;
     t.heavy_bucket_points = 0;
     t.stream_tile_points = 0;
     return t;

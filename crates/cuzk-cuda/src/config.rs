@@ -157,6 +157,14 @@ pub struct GpuTuning {
     /// the next tiles are copied, instead of over all of them after the
     /// last tile. Off: 7.6 % slower at 24 GiB on an H100 (2026-12-05).
     pub split_tile_others: bool,
+    /// A streamed MSM of several batches (a small card's H: eight tiles of
+    /// 2^24 points) keeps its buckets' sums from batch to batch and
+    /// integrates them once after the last, instead of once a batch (10–20
+    /// ms each at 2^27, 24 GiB, H200); the next batch's digits are sorted
+    /// while this one accumulates (a second set of digits, ~0.9 GB at
+    /// 2^24 points a batch, taken only where it fits). Not yet measured:
+    /// off.
+    pub carry_buckets: bool,
     /// Buckets of an XYZZ-accumulated MSM holding more points than this
     /// are each summed by a block of threads (strided shares, then a
     /// fold), not by one thread's chain; 0: one thread each. A value
@@ -336,6 +344,13 @@ mod tests {
                 .tuning
                 .heavy_bucket_points,
             1024
+        );
+        // carry_buckets: off unless set.
+        assert!(!GpusConfig::default().tuning.carry_buckets);
+        assert!(
+            parse("[tuning]\ncarry_buckets = true\n")
+                .tuning
+                .carry_buckets
         );
     }
 

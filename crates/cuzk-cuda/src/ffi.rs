@@ -16,25 +16,9 @@ use blst::{blst_p1, blst_p2};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_prover::srs::Section;
 
-use crate::config::{GpuTuning, HostCopy};
+use crate::config::GpuTuning;
 use crate::error::CudaError;
-
-/// `struct cuzk_cuda_tuning` of `cuda/tuning.cuh`, field for field.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct RawTuning {
-    msm_window_bits: u32,
-    msm_window_bits_mid: u32,
-    host_copy: i32,
-    copy_threads: u32,
-    msm_trace: u8,
-    ntt_trace: u8,
-    split_trace: u8,
-    split_check: u8,
-    split_tile_others: u8,
-    heavy_bucket_points: u32,
-    stream_tile_points: u64,
-}
+use crate::raw_tuning::RawTuning;
 
 /// The signature `cuzk_cuda_h_prepare` and `cuzk_cuda_h_prepare_a_only`
 /// share.
@@ -47,30 +31,6 @@ type PrepareFn = unsafe extern "C" fn(
     u32,
     *const Scalar,
 ) -> sppark::Error;
-
-impl From<&GpuTuning> for RawTuning {
-    fn from(t: &GpuTuning) -> RawTuning {
-        RawTuning {
-            msm_window_bits: t.msm_window_bits,
-            msm_window_bits_mid: t.msm_window_bits_mid,
-            // host_copy_mode in cuda/host_copy.cuh.
-            host_copy: match t.host_copy {
-                HostCopy::Auto => -1,
-                HostCopy::Chunked => 0,
-                HostCopy::Registered => 1,
-                HostCopy::Pageable => 2,
-            },
-            copy_threads: t.copy_threads,
-            msm_trace: u8::from(t.trace_msm),
-            ntt_trace: u8::from(t.trace_ntt),
-            split_trace: u8::from(t.trace_split),
-            split_check: u8::from(t.check_split),
-            split_tile_others: u8::from(t.split_tile_others),
-            heavy_bucket_points: t.heavy_bucket_points,
-            stream_tile_points: t.stream_tile_points,
-        }
-    }
-}
 
 /// Opaque per-device context (device buffers kept across calls).
 #[repr(C)]
@@ -206,6 +166,7 @@ extern "C" {
         npattern: usize,
     ) -> sppark::Error;
     fn cuzk_cuda_fail_next_allocs(ctx: *mut RawCtx, count: i32) -> sppark::Error;
+    fn cuzk_cuda_carried_msms(ctx: *mut RawCtx, out: *mut usize) -> sppark::Error;
 }
 
 /// The code the C side gives an out-of-device-memory error (sppark's
@@ -534,6 +495,16 @@ impl Ctx {
     pub(crate) fn fail_next_allocs(&mut self, count: u32) -> Result<(), CudaError> {
         // SAFETY: a live context.
         check(unsafe { cuzk_cuda_fail_next_allocs(self.raw.as_ptr(), count as i32) })
+    }
+
+    /// Streamed MSMs of this context that carried their buckets across
+    /// batches (`gpus.tuning.carry_buckets`).
+    #[cfg(feature = "lab")]
+    pub(crate) fn carried_msms(&mut self) -> Result<u64, CudaError> {
+        let mut n = 0usize;
+        // SAFETY: a live context; the count is written once.
+        check(unsafe { cuzk_cuda_carried_msms(self.raw.as_ptr(), &mut n) })?;
+        Ok(n as u64)
     }
 
     /// Uploads a, b, c (same length ≤ 2^lg_n) and computes the H

@@ -202,6 +202,12 @@ impl StageContext<'_> {
         self.ctx.take_shape()
     }
 
+    /// Streamed MSMs of this context so far that carried their buckets
+    /// across batches (`gpus.tuning.carry_buckets`).
+    pub fn carried_msms(&mut self) -> Result<u64, CudaError> {
+        self.ctx.carried_msms()
+    }
+
     /// Frees the device SRS sections.
     pub fn srs_free(&mut self) -> Result<(), CudaError> {
         self.ctx.srs_free()

@@ -47,6 +47,8 @@ mod matrices;
 pub mod metrics;
 #[cfg(feature = "cuda")]
 mod pinned;
+#[cfg(feature = "cuda")]
+mod raw_tuning;
 pub mod residency;
 #[cfg(feature = "cuda")]
 mod shared_pass;

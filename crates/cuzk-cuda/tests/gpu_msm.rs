@@ -7,7 +7,9 @@
 //! repeated), that kernel's XYZZ fallback; the small one the XYZZ kernel.
 //! Picks over aux, and aux copied packed (`src/aux_pack.rs`), give the
 //! MSMs the same scalars. Long buckets summed by whole blocks
-//! (`gpus.tuning.heavy_bucket_points`) give the same sum.
+//! (`gpus.tuning.heavy_bucket_points`) give the same sum, and so do
+//! streamed MSMs that carry their buckets across batches
+//! (`gpus.tuning.carry_buckets`).
 //!
 //! Needs a CUDA device (skipped, loudly, without one):
 //! `cargo test --release -p cuzk-cuda --features cuda,lab --test gpu_msm -- --nocapture`
@@ -172,6 +174,108 @@ fn heavy_buckets_summed_by_blocks_equal_the_cpu_sum() {
     }
     with_cap(&mut st, 0);
     st.srs_free().expect("free");
+}
+
+/// `gpus.tuning.carry_buckets`: streamed MSMs of many tiles (a batch a
+/// tile) that keep their buckets across batches and integrate once equal
+/// the CPU's sums and the same MSMs without carrying: G1 accumulated in
+/// XYZZ over 17 tiles with two values repeated (long buckets, by one
+/// thread and by blocks), G1 accumulated the affine way (20-bit windows
+/// forced on 2^26 + 1,000 points in three tiles: ~43 points a bucket on
+/// a card of up to ~200 SMs, `plan_affine`; one scalar in 4,099 repeated,
+/// so the buckets of its digits, ~5.5 k points a batch, go to the XYZZ
+/// kernel as well), and G2 (two
+/// lanes a field element). The context's count of carrying MSMs
+/// shows each carried run carried.
+#[test]
+fn streamed_msms_carrying_buckets_equal_the_cpu_sum() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(17);
+    let mut st = gpu.stages().expect("the device's stage context");
+    st.set_split01(false).expect("split off");
+    let pattern = pattern(&mut rng);
+    let tuned = |carry: bool, heavy: u32, tile: u64, wbits: u32| cuzk_cuda::GpuTuning {
+        carry_buckets: carry,
+        heavy_bucket_points: heavy,
+        stream_tile_points: tile,
+        msm_window_bits: wbits,
+        ..Default::default()
+    };
+    let mut carried = st.carried_msms().expect("count");
+    let mut check = |st: &mut cuzk_cuda::lab::StageContext<'_>, carry: bool, what: &str| {
+        let now = st.carried_msms().expect("count");
+        assert_eq!(now, carried + u64::from(carry), "{what}: carried");
+        carried = now;
+    };
+
+    let n = (1usize << 20) + 4_321;
+    let scalars = repeated_scalars(&mut rng, n);
+    let points: Vec<G1Affine> = (0..n).map(|i| pattern[i % pattern.len()]).collect();
+    st.upload_aux(&scalars).expect("scalars");
+    let want = cpu_sum(&pattern, &scalars);
+    for (carry, heavy) in [(false, 0u32), (true, 0), (true, 256)] {
+        st.set_tuning(&tuned(carry, heavy, 1 << 16, 0))
+            .expect("tuning");
+        let got = st.msm_g1(Source::Aux, &points).expect("streamed G1 MSM");
+        let what = format!("G1 XYZZ, carry {carry}, heavy {heavy}");
+        assert_eq!(got, want, "{what}");
+        check(&mut st, carry, &what);
+    }
+    drop(points);
+
+    let n = (1usize << 26) + 1_000;
+    let steps: Vec<Scalar> = (0..4096).map(|_| Scalar::random(&mut rng)).collect();
+    let (repeated, mut run) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let scalars: Vec<Scalar> = (0..n)
+        .map(|i| match i % 4099 {
+            0 => repeated,
+            _ => {
+                run += steps[i % 4096];
+                run
+            }
+        })
+        .collect();
+    let points: Vec<G1Affine> = (0..n).map(|i| pattern[i % pattern.len()]).collect();
+    st.upload_aux(&scalars).expect("scalars");
+    let want = cpu_sum(&pattern, &scalars);
+    for carry in [false, true] {
+        st.set_tuning(&tuned(carry, 0, 1 << 25, 20))
+            .expect("tuning");
+        let got = st.msm_g1(Source::Aux, &points).expect("streamed G1 MSM");
+        let what = format!("G1 affine, carry {carry}");
+        assert_eq!(got, want, "{what}");
+        check(&mut st, carry, &what);
+    }
+    drop((points, scalars));
+
+    let base: Vec<G2Affine> = (0..31)
+        .map(|_| G2Projective::random(&mut rng).to_affine())
+        .collect();
+    let mut pattern2 = base.clone();
+    pattern2.extend(base.iter().map(|p| -p));
+    pattern2.push(G2Affine::identity());
+    let n2 = (1usize << 18) + 999;
+    let scalars2 = repeated_scalars(&mut rng, n2);
+    let points2: Vec<G2Affine> = (0..n2).map(|i| pattern2[i % pattern2.len()]).collect();
+    let mut per_point = vec![Scalar::ZERO; pattern2.len()];
+    for (i, s) in scalars2.iter().enumerate() {
+        per_point[i % pattern2.len()] += s;
+    }
+    let want2: G2Projective = pattern2
+        .iter()
+        .zip(&per_point)
+        .map(|(p, s)| G2Projective::from(p) * s)
+        .sum();
+    st.upload_aux(&scalars2).expect("scalars");
+    for (carry, heavy) in [(false, 0u32), (true, 0), (true, 64)] {
+        st.set_tuning(&tuned(carry, heavy, 1 << 14, 0))
+            .expect("tuning");
+        let got = st.msm_g2(Source::Aux, &points2).expect("streamed G2 MSM");
+        let what = format!("G2, carry {carry}, heavy {heavy}");
+        assert_eq!(got, want2, "{what}");
+        check(&mut st, carry, &what);
+    }
+    st.set_tuning(&tuned(false, 0, 0, 0)).expect("tuning");
 }
 
 /// A pick over aux itself (the small cards' way: no second vector, chunk

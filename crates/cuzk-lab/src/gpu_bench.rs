@@ -188,6 +188,7 @@ pub fn run(_range: (u32, u32), _opts: Opts, _workers: &[usize]) -> Result<()> {
 
 #[cfg(feature = "cuda")]
 mod input;
+pub mod others;
 #[cfg(feature = "cuda")]
 mod per_pass;
 #[cfg(feature = "cuda")]

@@ -178,6 +178,11 @@ enum Command {
         /// little-endian), for `gpu-bench --others-from`.
         #[arg(long)]
         dump_others: Option<PathBuf>,
+        /// Also synthesize this partition and print, for L, A and B, the
+        /// share of points in blocks zero in both (`witness-shape-pair`:
+        /// what a pass the two share could skip).
+        #[arg(long)]
+        pair: Option<usize>,
         #[command(flatten)]
         fixtures: FixtureArgs,
     },
@@ -285,6 +290,33 @@ enum Command {
         /// them (e.g. `trace_msm = true; trace_split = true`).
         #[arg(long, value_parser = gpu_bench::parse_tuning)]
         tuning: Option<cuzk_cuda::GpuTuning>,
+    },
+    /// Pippenger over a partition's others (a `witness-shape
+    /// --dump-others` file) with the points on the device, at each
+    /// `gpus.tuning.heavy_bucket_points` cap, beside as many distinct
+    /// random scalars; exits non-zero when a cap's sum differs from the
+    /// first cap's. Needs the `cuda` feature. Ends with
+    /// `others_bench_summary n=N ... sums_agree=B`.
+    OthersBench {
+        /// The others, 32 bytes each (little-endian).
+        #[arg(long)]
+        others_from: PathBuf,
+        /// Caps to time, in order (0: off).
+        #[arg(long, value_delimiter = ',', value_parser = gpu_bench::others::parse_cap,
+              default_value = "0,128,256,512,1024")]
+        caps: Vec<u32>,
+        /// Timed runs a cap (after one warm-up).
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+        /// CUDA device.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+        /// Also the G2 MSM (B_G2's group).
+        #[arg(long)]
+        g2: bool,
+        /// Per batch phases to stderr (`gpus.tuning.trace_msm`).
+        #[arg(long)]
+        trace: bool,
     },
     /// Several GPU workers on one device under a VRAM limit: synthetic
     /// chain partitions plus the four 2 KiB kinds, each proof compared with
@@ -454,6 +486,28 @@ fn main() -> Result<()> {
             },
             &workers,
         ),
+        Command::OthersBench {
+            others_from,
+            caps,
+            reps,
+            device,
+            g2,
+            trace,
+        } => {
+            let ok = gpu_bench::others::run(gpu_bench::others::Opts {
+                device,
+                others: gpu_bench::read_others(others_from)?,
+                caps,
+                reps,
+                g2,
+                trace,
+            })?;
+            if !ok {
+                eprintln!("others-bench: a cap's sum differs from the first cap's");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Command::GpuStress {
             log_domain,
             partitions,
@@ -555,12 +609,14 @@ fn main() -> Result<()> {
             kind,
             partition,
             dump_others,
+            pair,
             fixtures,
         } => witness_shape::run(
             kind,
             &fixtures.selection(),
             partition,
             dump_others.as_deref(),
+            pair,
         ),
         Command::CheckCircuits {
             kind,

@@ -190,11 +190,95 @@ fn line(name: &str, s: &Shape) -> String {
     )
 }
 
+/// Block sizes (points) of [`zero_blocks`].
+pub const BLOCKS: [usize; 4] = [64, 1024, 16_384, 262_144];
+
+/// Which scalars of an MSM are zero, one bit a point.
+fn zero_bits<'a>(scalars: impl Iterator<Item = &'a Scalar>) -> Vec<bool> {
+    scalars.map(|x| x.is_zero_vartime()).collect()
+}
+
+/// For each of [`BLOCKS`]: the share of points in aligned blocks of that
+/// many points where every scalar of `a` (and of `b`, if given) is zero:
+/// what a streamed pass shared by those partitions need not copy.
+pub fn zero_blocks(a: &[bool], b: Option<&[bool]>) -> [f64; 4] {
+    let n = a.len().max(1);
+    BLOCKS.map(|size| {
+        let skipped: usize = a
+            .chunks(size)
+            .enumerate()
+            .filter(|(i, c)| {
+                c.iter().all(|&z| z)
+                    && b.is_none_or(|b| {
+                        b.get(i * size..(i * size + c.len()).min(b.len()))
+                            .is_some_and(|d| d.len() == c.len() && d.iter().all(|&z| z))
+                    })
+            })
+            .map(|(_, c)| c.len())
+            .sum();
+        skipped as f64 / n as f64
+    })
+}
+
+fn zero_line(name: &str, shares: &[f64; 4]) -> String {
+    BLOCKS
+        .iter()
+        .zip(shares)
+        .map(|(b, f)| format!("{name}_zero_blocks_{b}={f:.4}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// With `pair`: partition `k`'s and partition `pair`'s L, A and B scalars
+/// side by side, the share of each section in blocks all zero in `k` alone
+/// and in both (a pass two partitions share could skip those blocks'
+/// points). One line: `witness-shape-pair kind=K ... l_zero_blocks_64=...`.
+fn pair_line(
+    kind: ProofKind,
+    src: &dyn cuzk_circuits::PartitionSource,
+    k: usize,
+    pair: usize,
+    first: [Vec<bool>; 3],
+) -> Result<()> {
+    let w = src.synthesize(pair)?.witness;
+    let picked = |d: &cuzk_prover::density::Density| {
+        zero_bits(
+            w.aux
+                .iter()
+                .zip(d.iter())
+                .filter(|(_, on)| *on)
+                .map(|(x, _)| x),
+        )
+    };
+    let second = [
+        zero_bits(w.aux.iter()),
+        picked(&w.a_aux_density),
+        picked(&w.b_aux_density),
+    ];
+    let mut out = format!("witness-shape-pair kind={kind} partition={k} pair={pair}");
+    for (i, name) in ["l", "a", "b"].iter().enumerate() {
+        out += &format!(
+            " {} {}",
+            zero_line(&format!("{name}_alone"), &zero_blocks(&first[i], None)),
+            zero_line(name, &zero_blocks(&first[i], Some(&second[i])))
+        );
+    }
+    println!("{out}");
+    Ok(())
+}
+
 /// Synthesizes partition `k` of the fixtures' proof of `kind` and prints
 /// the shape of its L (every aux), A and B (aux by density) scalars.
 /// With `dump_others`, the L scalars neither 0 nor 1 are also written
-/// there in order, 32 little-endian bytes each (`gpu-bench --others-from`).
-pub fn run(kind: ProofKind, sel: &Selection, k: usize, dump_others: Option<&Path>) -> Result<()> {
+/// there in order, 32 little-endian bytes each (`gpu-bench --others-from`);
+/// with `pair`, that partition's zeros beside these (`pair_line`).
+pub fn run(
+    kind: ProofKind,
+    sel: &Selection,
+    k: usize,
+    dump_others: Option<&Path>,
+    pair: Option<usize>,
+) -> Result<()> {
     let f = sel.load()?;
     let src = source(&f, kind)?;
     let t = Instant::now();
@@ -232,6 +316,24 @@ pub fn run(kind: ProofKind, sel: &Selection, k: usize, dump_others: Option<&Path
         line("a", &a),
         line("b", &b)
     );
+    if let Some(pair) = pair {
+        let zeros_of = |d: &cuzk_prover::density::Density| {
+            zero_bits(
+                w.aux
+                    .iter()
+                    .zip(d.iter())
+                    .filter(|(_, on)| *on)
+                    .map(|(x, _)| x),
+            )
+        };
+        let first = [
+            zero_bits(w.aux.iter()),
+            zeros_of(&w.a_aux_density),
+            zeros_of(&w.b_aux_density),
+        ];
+        drop(w);
+        pair_line(kind, src.as_ref(), k, pair, first)?;
+    }
     Ok(())
 }
 
@@ -252,6 +354,20 @@ mod tests {
         assert_eq!(s.small, 500);
         assert!(s.max_bucket >= 1000, "{s:?}");
         assert!((s.mean_bucket - 1500.0 / 512.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn zero_blocks_count_points_zero_in_every_partition() {
+        // 2,048 points: the first 1,024 zero in a, the first 64 in b too.
+        let a: Vec<bool> = (0..2048).map(|i| i < 1024).collect();
+        let b: Vec<bool> = (0..2048).map(|i| !(64..1024).contains(&i)).collect();
+        let alone = zero_blocks(&a, None);
+        assert_eq!(alone[0], 0.5);
+        assert_eq!(alone[1], 0.5);
+        assert_eq!(alone[2], 0.0);
+        let both = zero_blocks(&a, Some(&b));
+        assert_eq!(both[0], 64.0 / 2048.0);
+        assert_eq!(both[1], 0.0);
     }
 
     #[test]

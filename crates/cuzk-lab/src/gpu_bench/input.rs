@@ -84,25 +84,34 @@ fn huge_pages(ptr: *mut u8, bytes: usize) {
     let _ = (ptr, bytes);
 }
 
-/// `len` distinct G1 points, cheaply: runs of successive additions of one
-/// step from a start per thread, normalized together.
+/// `len` distinct G1 points, cheaply (see [`walk`]).
 fn walk_g1(len: usize, seed: Scalar) -> Vec<G1Affine> {
+    walk::<G1Projective>(len, seed)
+}
+
+/// `len` distinct points of group `P`, cheaply: runs of successive
+/// additions of one step from a start per thread, normalized together.
+pub(crate) fn walk<P>(len: usize, seed: Scalar) -> Vec<P::AffineRepr>
+where
+    P: Curve + Group<Scalar = Scalar> + Send + Sync,
+    P::AffineRepr: Send + Clone,
+{
     let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
     let chunk = len.div_ceil(threads);
-    let step = G1Projective::generator() * seed.square();
-    let runs: Vec<Vec<G1Affine>> = std::thread::scope(|s| {
+    let step = P::generator() * seed.square();
+    let runs: Vec<Vec<P::AffineRepr>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 s.spawn(move || {
                     let count = chunk.min(len.saturating_sub(t * chunk));
-                    let mut p = G1Projective::generator() * (seed + Scalar::from(t as u64 + 1));
+                    let mut p = P::generator() * (seed + Scalar::from(t as u64 + 1));
                     let mut proj = Vec::with_capacity(count);
                     for _ in 0..count {
                         proj.push(p);
                         p += step;
                     }
-                    let mut out = vec![G1Affine::from(G1Projective::identity()); count];
-                    G1Projective::batch_normalize(&proj, &mut out);
+                    let mut out = vec![P::identity().to_affine(); count];
+                    P::batch_normalize(&proj, &mut out);
                     out
                 })
             })
@@ -116,7 +125,7 @@ fn walk_g1(len: usize, seed: Scalar) -> Vec<G1Affine> {
 }
 
 /// A scalar below 2^254 (< r) from four splitmix words.
-fn random_scalar(seed: u64) -> Scalar {
+pub(crate) fn random_scalar(seed: u64) -> Scalar {
     let mut bytes = [0u8; 32];
     for (k, chunk) in bytes.chunks_mut(8).enumerate() {
         chunk.copy_from_slice(&splitmix(seed.wrapping_add(k as u64 + 1)).to_le_bytes());
