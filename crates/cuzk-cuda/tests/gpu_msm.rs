@@ -102,6 +102,28 @@ fn repeated_scalars(rng: &mut ChaCha8Rng, n: usize) -> Vec<Scalar> {
         .collect()
 }
 
+/// A G2 pattern (31 random points, their negations, infinity), 2^18 + 999
+/// [`repeated_scalars`] and Σ s_i·pattern[i mod len] made on the CPU.
+fn g2_repeated(rng: &mut ChaCha8Rng) -> (Vec<G2Affine>, Vec<Scalar>, G2Projective) {
+    let base: Vec<G2Affine> = (0..31)
+        .map(|_| G2Projective::random(&mut *rng).to_affine())
+        .collect();
+    let mut pattern = base.clone();
+    pattern.extend(base.iter().map(|p| -p));
+    pattern.push(G2Affine::identity());
+    let scalars = repeated_scalars(rng, (1usize << 18) + 999);
+    let mut per_point = vec![Scalar::ZERO; pattern.len()];
+    for (i, s) in scalars.iter().enumerate() {
+        per_point[i % pattern.len()] += s;
+    }
+    let want = pattern
+        .iter()
+        .zip(&per_point)
+        .map(|(p, s)| G2Projective::from(p) * s)
+        .sum();
+    (pattern, scalars, want)
+}
+
 /// `gpus.tuning.heavy_bucket_points` of each of `caps` in turn.
 fn with_cap(st: &mut cuzk_cuda::lab::StageContext<'_>, cap: u32) {
     let tuning = cuzk_cuda::GpuTuning {
@@ -143,23 +165,8 @@ fn heavy_buckets_summed_by_blocks_equal_the_cpu_sum() {
     }
     st.srs_free().expect("free");
 
-    let base: Vec<G2Affine> = (0..31)
-        .map(|_| G2Projective::random(&mut rng).to_affine())
-        .collect();
-    let mut pattern2 = base.clone();
-    pattern2.extend(base.iter().map(|p| -p));
-    pattern2.push(G2Affine::identity());
-    let n2 = (1usize << 18) + 999;
-    let scalars2 = repeated_scalars(&mut rng, n2);
-    let mut per_point = vec![Scalar::ZERO; pattern2.len()];
-    for (i, s) in scalars2.iter().enumerate() {
-        per_point[i % pattern2.len()] += s;
-    }
-    let want2: G2Projective = pattern2
-        .iter()
-        .zip(&per_point)
-        .map(|(p, s)| G2Projective::from(p) * s)
-        .sum();
+    let (pattern2, scalars2, want2) = g2_repeated(&mut rng);
+    let n2 = scalars2.len();
     st.srs_alloc(Section::BG2, n2).expect("section");
     st.srs_tile(Section::BG2, &pattern2).expect("tiled points");
     st.upload_aux(&scalars2).expect("scalars");
@@ -248,24 +255,10 @@ fn streamed_msms_carrying_buckets_equal_the_cpu_sum() {
     }
     drop((points, scalars));
 
-    let base: Vec<G2Affine> = (0..31)
-        .map(|_| G2Projective::random(&mut rng).to_affine())
+    let (pattern2, scalars2, want2) = g2_repeated(&mut rng);
+    let points2: Vec<G2Affine> = (0..scalars2.len())
+        .map(|i| pattern2[i % pattern2.len()])
         .collect();
-    let mut pattern2 = base.clone();
-    pattern2.extend(base.iter().map(|p| -p));
-    pattern2.push(G2Affine::identity());
-    let n2 = (1usize << 18) + 999;
-    let scalars2 = repeated_scalars(&mut rng, n2);
-    let points2: Vec<G2Affine> = (0..n2).map(|i| pattern2[i % pattern2.len()]).collect();
-    let mut per_point = vec![Scalar::ZERO; pattern2.len()];
-    for (i, s) in scalars2.iter().enumerate() {
-        per_point[i % pattern2.len()] += s;
-    }
-    let want2: G2Projective = pattern2
-        .iter()
-        .zip(&per_point)
-        .map(|(p, s)| G2Projective::from(p) * s)
-        .sum();
     st.upload_aux(&scalars2).expect("scalars");
     for (carry, heavy) in [(false, 0u32), (true, 0), (true, 64)] {
         st.set_tuning(&tuned(carry, heavy, 1 << 14, 0))

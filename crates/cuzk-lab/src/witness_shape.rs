@@ -220,6 +220,25 @@ pub fn zero_blocks(a: &[bool], b: Option<&[bool]>) -> [f64; 4] {
     })
 }
 
+/// The zero bits of a witness's L (every aux), A and B (aux by density)
+/// scalars.
+fn section_zeros(w: &cuzk_prover::synth::PartitionWitness) -> [Vec<bool>; 3] {
+    let picked = |d: &cuzk_prover::density::Density| {
+        zero_bits(
+            w.aux
+                .iter()
+                .zip(d.iter())
+                .filter(|(_, on)| *on)
+                .map(|(x, _)| x),
+        )
+    };
+    [
+        zero_bits(w.aux.iter()),
+        picked(&w.a_aux_density),
+        picked(&w.b_aux_density),
+    ]
+}
+
 fn zero_line(name: &str, shares: &[f64; 4]) -> String {
     BLOCKS
         .iter()
@@ -240,21 +259,7 @@ fn pair_line(
     pair: usize,
     first: [Vec<bool>; 3],
 ) -> Result<()> {
-    let w = src.synthesize(pair)?.witness;
-    let picked = |d: &cuzk_prover::density::Density| {
-        zero_bits(
-            w.aux
-                .iter()
-                .zip(d.iter())
-                .filter(|(_, on)| *on)
-                .map(|(x, _)| x),
-        )
-    };
-    let second = [
-        zero_bits(w.aux.iter()),
-        picked(&w.a_aux_density),
-        picked(&w.b_aux_density),
-    ];
+    let second = section_zeros(&src.synthesize(pair)?.witness);
     let mut out = format!("witness-shape-pair kind={kind} partition={k} pair={pair}");
     for (i, name) in ["l", "a", "b"].iter().enumerate() {
         out += &format!(
@@ -317,20 +322,7 @@ pub fn run(
         line("b", &b)
     );
     if let Some(pair) = pair {
-        let zeros_of = |d: &cuzk_prover::density::Density| {
-            zero_bits(
-                w.aux
-                    .iter()
-                    .zip(d.iter())
-                    .filter(|(_, on)| *on)
-                    .map(|(x, _)| x),
-            )
-        };
-        let first = [
-            zero_bits(w.aux.iter()),
-            zeros_of(&w.a_aux_density),
-            zeros_of(&w.b_aux_density),
-        ];
+        let first = section_zeros(&w);
         drop(w);
         pair_line(kind, src.as_ref(), k, pair, first)?;
     }
