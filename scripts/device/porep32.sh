@@ -25,7 +25,8 @@
 # with gpus.tuning.split_tile_others = true; `v24k3`/`v32k3` with
 # gpus.partitions_per_pass = 3 and engine.synthesized_queue = 4;
 # a name with `heavy` in it (`v24heavy`, `deviceheavy`, `v24heavycarry`)
-# with gpus.tuning.heavy_bucket_points = $HEAVY_POINTS (default 1024), one
+# with gpus.tuning.heavy_bucket_points = $HEAVY_POINTS (default 1024;
+# `auto`: the cheapest cap of the others-bench log $HEAVY_FROM), one
 # with `carry` with gpus.tuning.carry_buckets = true (any `v16*`, `v24*`,
 # `v32*` or `device*` name runs at that limit); `auto` and `auto16` the same with no
 # [engine] section, the daemon sizing itself). The `snap` configuration
@@ -201,8 +202,8 @@ EOF
   case $cfg in *packed) tune="${tune:+$tune$'\n'}pack_aux = true" ;; esac
   # *tile: each streamed tile's others through Pippenger as gathered.
   case $cfg in *tile) tune="${tune:+$tune$'\n'}split_tile_others = true" ;; esac
-  # *heavy*: buckets past 1,024 points summed by whole blocks.
-  case $cfg in *heavy*) tune="${tune:+$tune$'\n'}heavy_bucket_points = ${HEAVY_POINTS:-1024}" ;; esac
+  # *heavy*: buckets past $HEAVY_POINTS points summed by whole blocks.
+  case $cfg in *heavy*) tune="${tune:+$tune$'\n'}heavy_bucket_points = $(heavy_points)" ;; esac
   # *carry*: streamed MSMs keep their buckets across batches.
   case $cfg in *carry*) tune="${tune:+$tune$'\n'}carry_buckets = true" ;; esac
   [ -n "$tune" ] && printf '[gpus.tuning]\n%s\n' "$tune" >> "$L/cuzk-$cfg.toml"
@@ -242,6 +243,24 @@ EOF
   while pgrep -x cuzk-daemon > /dev/null; do sleep 1; done
   wait "$DAEMON"
   step "$cfg daemon stopped: $(grep -o 'Maximum resident set size.*' "$L/daemon-$cfg.log")"
+}
+
+# gpus.tuning.heavy_bucket_points for the *heavy* configurations:
+# $HEAVY_POINTS (default 1024), or with HEAVY_POINTS=auto the cap of
+# $HEAVY_FROM (an others-bench log, `--g2`) whose real-scalar times cost a
+# proof least (three G1 sections, L, A and B_G1, and one G2, B_G2); 0 (off)
+# when that log is missing or its sums disagree.
+heavy_points() {
+  local want=${HEAVY_POINTS:-1024}
+  [ "$want" = auto ] || { echo "$want"; return; }
+  [ -r "${HEAVY_FROM:-}" ] && grep -q 'sums_agree=true' "$HEAVY_FROM" || { echo 0; return; }
+  awk '/^others_bench scalars=real/ {
+      for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+      c = v["cap"]; caps[c] = 1
+      cost[c] += (v["group"] == "g1" ? 3 : 1) * v["ms_min"]
+    }
+    END { best = -1; for (c in caps) if (best < 0 || cost[c] < cost[best]) best = c
+      print (best < 0 ? 0 : best) }' "$HEAVY_FROM"
 }
 
 # A run that did not end in $RUN_TIMEOUT: the daemon's threads, where

@@ -22,7 +22,8 @@
 # With OTHERS_BENCH=1, before those: partition 0's L others dumped by
 # `witness-shape` once the fixtures exist (CPU, while the tests run), and
 # `others-bench --g2` over them once the parameters are made
-# (others-bench.log; the heavy_bucket_points caps). With
+# (others-bench.log; the heavy_bucket_points caps; HEAVY_POINTS=auto
+# gives the *heavy* configurations the cheapest of them). With
 # $PER_PASS_K, last, `gpu-bench --vram-limit 16GiB --partitions-per-pass
 # $PER_PASS_K --srs both` (per-pass.log).
 # Everything starts with setsid and this returns: the device
@@ -80,7 +81,7 @@ EOF
 setsid bash "$L/tests.sh" > "$L/tests.out" 2>&1 < /dev/null &
 
 cat > "$L/run.sh" <<EOF
-export WAIT_FOR="$L/tests.done" RUN_TIMEOUT="\${RUN_TIMEOUT:-300}"
+export WAIT_FOR="$L/tests.done" RUN_TIMEOUT="\${RUN_TIMEOUT:-300}" HEAVY_FROM="$L/others-bench.log"
 bash scripts/device/porep32.sh "$B/cuzk-daemon" "$B/cuzk-bench" "$L/32"
 if [ -n "\${SIZE64:-}" ]; then
   find "\$HOME/.cache/cuzk/fixtures-32GiB/params" -name '*.params' -size +2G -delete
