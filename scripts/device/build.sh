@@ -41,8 +41,8 @@ if [ -n "${OTHERS:-}" ]; then
 fi
 if [ -n "${OLD:-}" ]; then
   rm -rf /tmp/cuzk-old && git worktree add -f /tmp/cuzk-old "$OLD"
-  (cd /tmp/cuzk-old && CARGO_TARGET_DIR="$(cd - > /dev/null && realpath "$T")" \
-    cargo build --release -p cuzk-lab --features cuda)
+  tdir=$(realpath "$T")
+  (cd /tmp/cuzk-old && CARGO_TARGET_DIR="$tdir" cargo build --release -p cuzk-lab --features cuda)
   strip -o "$O/old-cuzk-lab" "$T/release/cuzk-lab" && xz -T0 -6 -f "$O/old-cuzk-lab"
   git worktree remove --force /tmp/cuzk-old
 fi
