@@ -19,7 +19,7 @@ known=$(printf '%s\n' "$files" "$dirs")
 # Made at run time: the journal's payload directory in the state dir, the
 # fixture cache's synthetic sectors, porep32.sh's log directory,
 # scripts/device/build.sh's output directory.
-runtime='^(payloads/|fixtures-2KiB/synthetic|LOGDIR/.*|OUTDIR/.*)$'
+runtime='^(payloads/|fixtures-2KiB/synthetic|LOGDIR/.*|OUTDIR/.*|target/device(/.*)?)$'
 for doc in "${docs[@]}"; do
   # Backticked tokens with no spaces or placeholders that look like a path:
   # a slash, or a file name with one of the repository's extensions.
