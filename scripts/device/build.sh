@@ -12,7 +12,9 @@
 # 32 GiB inputs are made first, ~17 GB of memory for ~4 minutes):
 # scripts/device/quick.sh's inputs. With OLD=<commit>, OUTDIR/old-cuzk-lab.xz
 # is that commit's cuzk-lab (a git worktree in /tmp, the same target
-# directory), for sequence.sh's OLD_LAB side by side.
+# directory; this tree's crates are touched after it, so that the next
+# build does not take the old outputs for its own), for sequence.sh's
+# OLD_LAB side by side.
 # On 2 cores: ~40 min from nothing, ~15 once the dependencies are built.
 # Carry OUTDIR/bin (and the old lab) or OUTDIR/quick, never both: a call
 # carries 64 MiB.
@@ -45,5 +47,10 @@ if [ -n "${OLD:-}" ]; then
   (cd /tmp/cuzk-old && CARGO_TARGET_DIR="$tdir" cargo build --release -p cuzk-lab --features cuda)
   strip -o "$O/old-cuzk-lab" "$T/release/cuzk-lab" && xz -T0 -6 -f "$O/old-cuzk-lab"
   git worktree remove --force /tmp/cuzk-old
+  # Cargo names a workspace crate's outputs by its path inside the
+  # workspace, and judges them fresh by the mtimes of this tree's files: the
+  # old commit's outputs, newer than these files, would be taken as this
+  # tree's by the next build. Newer mtimes make that build compile them.
+  git ls-files -z crates | xargs -0 touch
 fi
 du -sh "$O"/*
