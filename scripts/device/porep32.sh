@@ -26,7 +26,9 @@
 # gpus.partitions_per_pass = 3 and engine.synthesized_queue = 4;
 # a name with `heavy` in it (`v24heavy`, `deviceheavy`, `v24heavycarry`)
 # with gpus.tuning.heavy_bucket_points = $HEAVY_POINTS (default 1024;
-# `auto`: the cheapest cap of the others-bench log $HEAVY_FROM), one
+# `auto`: the cheapest cap of the others-bench log $HEAVY_FROM; the
+# daemon's default is 1024), one with `noheavy` (`v24noheavy`) with it 0
+# (off, the default before 2026-12-06), one
 # with `carry` with gpus.tuning.carry_buckets = true (any `v16*`, `v24*`,
 # `v32*` or `device*` name runs at that limit); `auto` and `auto16` the same with no
 # [engine] section, the daemon sizing itself). The `snap` configuration
@@ -203,7 +205,11 @@ EOF
   # *tile: each streamed tile's others through Pippenger as gathered.
   case $cfg in *tile) tune="${tune:+$tune$'\n'}split_tile_others = true" ;; esac
   # *heavy*: buckets past $HEAVY_POINTS points summed by whole blocks.
-  case $cfg in *heavy*) tune="${tune:+$tune$'\n'}heavy_bucket_points = $(heavy_points)" ;; esac
+  # *noheavy*: one thread a bucket, the default before 2026-12-06.
+  case $cfg in
+    *noheavy*) tune="${tune:+$tune$'\n'}heavy_bucket_points = 0" ;;
+    *heavy*) tune="${tune:+$tune$'\n'}heavy_bucket_points = $(heavy_points)" ;;
+  esac
   # *carry*: streamed MSMs keep their buckets across batches.
   case $cfg in *carry*) tune="${tune:+$tune$'\n'}carry_buckets = true" ;; esac
   [ -n "$tune" ] && printf '[gpus.tuning]\n%s\n' "$tune" >> "$L/cuzk-$cfg.toml"

@@ -8,11 +8,13 @@
 # OTHERS=1). First `others-bench --g2` over the real others (each
 # heavy_bucket_points cap, sums checked), then `gpu-bench --log-domain 27
 # --srs streamed --partitions-per-pass 2 --others-from` at 24, 16 and 32
-# GiB: no tuning beside heavy_bucket_points (the cap that costs a proof
-# least, as porep32.sh's HEAVY_POINTS=auto picks it), carry_buckets and
-# both, in one call on one card. Every run is bounded so that the call
+# GiB: heavy_bucket_points 0 (off), the cap that costs a proof least (as
+# porep32.sh's HEAVY_POINTS=auto picks it; 1024, the daemon's default,
+# without an others-bench log), carry_buckets and both, in one call on
+# one card. Every run is bounded so that the call
 # ends within $DEADLINE seconds (default 520); logs and summary.txt go to
-# $OUT.
+# $OUT. RUNS="v24 v24carry" runs only the named ones (others-bench only
+# when one of them takes the cap).
 set -u
 Q="${1:-target/device/quick}"
 DEADLINE=${DEADLINE:-520}
@@ -24,14 +26,18 @@ xz -dc "$Q/cuzk-lab.xz" > /tmp/quick-lab && chmod +x /tmp/quick-lab
 xz -dc "$Q/others.bin.xz" > /tmp/quick-others.bin
 S="$O/summary.txt"
 echo "$(date -u +%T) start $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader)" >> "$S"
-timeout 150 /tmp/quick-lab others-bench --others-from /tmp/quick-others.bin --g2 > "$O/others-bench.log" 2>&1
-echo "$(date -u +%T) others-bench rc=$? $(grep '^others_bench_summary' "$O/others-bench.log")" >> "$S"
+RUNS=${RUNS:-v24 v24both v24heavy v24carry v16both v16 v32both v32}
+case " $RUNS " in *both*|*heavy*) ;; *) export SKIP_OTHERS=1 ;; esac
+[ -n "${SKIP_OTHERS:-}" ] || timeout 150 /tmp/quick-lab others-bench --others-from /tmp/quick-others.bin --g2 > "$O/others-bench.log" 2>&1
+echo "$(date -u +%T) others-bench rc=$? $(grep '^others_bench_summary' "$O/others-bench.log" 2>/dev/null)" >> "$S"
 # porep32.sh's heavy_points(), the one rule for the cap.
 eval "$(sed -n '/^heavy_points()/,/^}/p' scripts/device/porep32.sh)"
 CAP=$(HEAVY_POINTS=auto HEAVY_FROM="$O/others-bench.log" heavy_points)
+[ "$CAP" != 0 ] || CAP=1024  # no others-bench: the daemon's default
 echo "$(date -u +%T) heavy cap $CAP" >> "$S"
 run() { # NAME VRAM_LIMIT TUNING
   local t
+  case " $RUNS " in *" $1 "*) ;; *) return ;; esac
   t=$(left)
   [ "$t" -gt 60 ] || { echo "$(date -u +%T) $1 skipped: out of time" >> "$S"; return; }
   [ "$t" -gt 180 ] && t=180
@@ -40,14 +46,15 @@ run() { # NAME VRAM_LIMIT TUNING
     ${3:+--tuning "$3"} > "$O/pp-$1.log" 2>&1
   echo "$(date -u +%T) $1 rc=$? $(grep '^gpu_bench_per_pass_summary' "$O/pp-$1.log")" >> "$S"
 }
-heavy=""
-[ "$CAP" != 0 ] && heavy="heavy_bucket_points = $CAP"
-run v24 24GiB ""
-run v24both 24GiB "${heavy:+$heavy; }carry_buckets = true"
-[ -n "$heavy" ] && run v24heavy 24GiB "$heavy"
-run v24carry 24GiB "carry_buckets = true"
-run v16both 16GiB "${heavy:+$heavy; }carry_buckets = true"
-run v16 16GiB ""
-run v32both 32GiB "${heavy:+$heavy; }carry_buckets = true"
-run v32 32GiB ""
+# Every run names both knobs: the binary's defaults may differ.
+heavy="heavy_bucket_points = $CAP"
+off="heavy_bucket_points = 0"
+run v24 24GiB "$off"
+run v24both 24GiB "$heavy; carry_buckets = true"
+run v24heavy 24GiB "$heavy"
+run v24carry 24GiB "$off; carry_buckets = true"
+run v16both 16GiB "$heavy; carry_buckets = true"
+run v16 16GiB "$off"
+run v32both 32GiB "$heavy; carry_buckets = true"
+run v32 32GiB "$off"
 cat "$S"

@@ -62,7 +62,7 @@ static inline cuzk_cuda_tuning default_tuning()
     t.split_check = 0;
     t.split_tile_others = 0;
     t.carry_buckets = 0;
-    t.heavy_bucket_points = 0;
+    t.heavy_bucket_points = 1024;  // config.rs: DEFAULT_HEAVY_BUCKET_POINTS
     t.stream_tile_points = 0;
     return t;
 }

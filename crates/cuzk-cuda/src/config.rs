@@ -127,7 +127,7 @@ impl std::str::FromStr for SrsPlacement {
 
 /// `[gpus.tuning]`: the CUDA code's knobs. The defaults are what the
 /// numbers in docs/PERF.md were measured with; the traces print to stderr.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GpuTuning {
     /// MSM window width in bits (10 to 22) for MSMs of at least 2^26
@@ -171,8 +171,12 @@ pub struct GpuTuning {
     /// repeated thousands of times among a PoRep partition's other scalars
     /// puts its points into one bucket of every window (`cuzk-lab
     /// witness-shape`: ~2.4 k points a batch against a mean of ~100).
-    /// 64 to 65,534 (the bucket sort clamps sizes at 65,535). Not yet
-    /// measured: off.
+    /// 64 to 65,534 (the bucket sort clamps sizes at 65,535). Default
+    /// 1,024, ten times the mean bucket of a partition's others. In
+    /// `gpu-bench`'s per-pass run at 24 GiB on an H100, its others cycling
+    /// through a real partition's values: 2,390 ms a partition against
+    /// 3,381–3,487 without (2026-12-06, docs/PERF.md); a whole proof's
+    /// gain is not yet measured.
     pub heavy_bucket_points: u32,
     /// Failure hook (for tests of a daemon with several GPUs): the device
     /// of this index fails every partition after its first
@@ -197,6 +201,33 @@ pub struct GpuTuning {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plain_aux: Option<bool>,
 }
+
+impl Default for GpuTuning {
+    fn default() -> Self {
+        Self {
+            msm_window_bits: 0,
+            msm_window_bits_mid: 0,
+            host_copy: HostCopy::default(),
+            copy_threads: 0,
+            trace_msm: false,
+            trace_ntt: false,
+            trace_split: false,
+            check_split: false,
+            split_tile_others: false,
+            carry_buckets: false,
+            heavy_bucket_points: DEFAULT_HEAVY_BUCKET_POINTS,
+            fail_device: None,
+            fail_after_partitions: 0,
+            stream_tile_points: 0,
+            pack_aux: false,
+            plain_aux: None,
+        }
+    }
+}
+
+/// `gpus.tuning.heavy_bucket_points` when unset (the CUDA code's own
+/// default in `cuda/tuning.cuh` is the same).
+pub const DEFAULT_HEAVY_BUCKET_POINTS: u32 = 1024;
 
 /// `gpus.tuning.host_copy`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -328,6 +359,15 @@ mod tests {
             assert_eq!(g.validate().is_ok(), ok, "partitions_per_pass {k}");
         }
         assert_eq!(GpusConfig::default().partitions_per_pass, 2);
+        // heavy_bucket_points: 1,024 unless set, 0 turns it off.
+        assert_eq!(GpusConfig::default().tuning.heavy_bucket_points, 1024);
+        assert_eq!(parse("").tuning.heavy_bucket_points, 1024);
+        assert_eq!(
+            parse("[tuning]\nheavy_bucket_points = 0\n")
+                .tuning
+                .heavy_bucket_points,
+            0
+        );
         for (h, ok) in [
             (0, true),
             (63, false),
