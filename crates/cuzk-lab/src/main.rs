@@ -303,7 +303,7 @@ enum Command {
         others_from: PathBuf,
         /// Caps to time, in order (0: off).
         #[arg(long, value_delimiter = ',', value_parser = gpu_bench::others::parse_cap,
-              default_value = "0,128,256,512,1024")]
+              default_value = "0,64,128,256,512,1024")]
         caps: Vec<u32>,
         /// Timed runs a cap (after one warm-up).
         #[arg(long, default_value_t = 5)]
