@@ -294,8 +294,9 @@ enum Command {
     /// Pippenger over a partition's others (a `witness-shape
     /// --dump-others` file) with the points on the device, at each
     /// `gpus.tuning.heavy_bucket_points` cap, beside as many distinct
-    /// random scalars; exits non-zero when a cap's sum differs from the
-    /// first cap's. Needs the `cuda` feature. Ends with
+    /// random scalars, and (`--presum R`) the others with each value met R
+    /// times or more kept once; exits non-zero when a cap's sum differs
+    /// from the first cap's. Needs the `cuda` feature. Ends with
     /// `others_bench_summary n=N ... sums_agree=B`.
     OthersBench {
         /// The others, 32 bytes each (little-endian).
@@ -317,6 +318,11 @@ enum Command {
         /// Per batch phases to stderr (`gpus.tuning.trace_msm`).
         #[arg(long)]
         trace: bool,
+        /// Also the others with each value met at least this many times
+        /// kept once: what Pippenger gets if their points are summed first
+        /// (0: not).
+        #[arg(long, default_value_t = 4)]
+        presum: usize,
     },
     /// Several GPU workers on one device under a VRAM limit: synthetic
     /// chain partitions plus the four 2 KiB kinds, each proof compared with
@@ -493,6 +499,7 @@ fn main() -> Result<()> {
             device,
             g2,
             trace,
+            presum,
         } => {
             let ok = gpu_bench::others::run(gpu_bench::others::Opts {
                 device,
@@ -501,6 +508,7 @@ fn main() -> Result<()> {
                 reps,
                 g2,
                 trace,
+                presum,
             })?;
             if !ok {
                 eprintln!("others-bench: a cap's sum differs from the first cap's");

@@ -10,6 +10,12 @@
 //! points of section L and, with `--g2`, G2 against section B_G2. Every
 //! cap's sum must equal the first cap's: the run fails otherwise.
 //!
+//! With `--presum R` a third set runs too: the real others with each value
+//! met at least R times kept once ([`presum_set`]), what Pippenger would
+//! be left with if the points of a repeated value were summed beforehand.
+//! Its time against the real set's is that lever's gain in Pippenger; the
+//! summing itself is not timed here.
+//!
 //! Output: one `others_bench` line per scalar set, group and cap (the
 //! first repetition is a warm-up, outside the figures), then one
 //! `others_bench_summary` line.
@@ -31,6 +37,33 @@ pub struct Opts {
     pub g2: bool,
     /// `gpus.tuning.trace_msm` (per batch phases, to stderr).
     pub trace: bool,
+    /// Also the others with each value met at least this many times kept
+    /// once (0: not).
+    pub presum: usize,
+}
+
+/// `others` with every value met at least `min` times (`min` ≥ 2) kept
+/// once, at its first place, and every other value as often as it is
+/// met, in order: the scalars Pippenger gets when the points of each
+/// value met `min` times or more are summed first (the sum then standing
+/// for them at that value).
+pub fn presum_set(others: &[blstrs::Scalar], min: usize) -> Vec<blstrs::Scalar> {
+    use ff::PrimeField;
+    use std::collections::{HashMap, HashSet};
+    let min = min.max(2);
+    let mut counts: HashMap<[u8; 32], usize> = HashMap::with_capacity(others.len());
+    for x in others {
+        *counts.entry(x.to_repr()).or_insert(0) += 1;
+    }
+    let mut kept: HashSet<[u8; 32]> = HashSet::new();
+    others
+        .iter()
+        .filter(|x| {
+            let r = x.to_repr();
+            counts[&r] < min || kept.insert(r)
+        })
+        .copied()
+        .collect()
 }
 
 /// `--caps` values: 0 (off) or what `gpus.tuning.heavy_bucket_points`
@@ -154,8 +187,19 @@ mod imp {
         let mut ok = true;
         let mut summary = String::new();
         let groups: &[bool] = if opts.g2 { &[false, true] } else { &[false] };
-        for (label, scalars) in [("real", &opts.others[..]), ("random", &random[..])] {
+        let presummed = match opts.presum {
+            0 => Vec::new(),
+            r => super::presum_set(&opts.others, r),
+        };
+        let presum_label = format!("presum{}", opts.presum);
+        let mut sets = vec![("real", &opts.others[..])];
+        if opts.presum > 0 {
+            sets.push((presum_label.as_str(), &presummed[..]));
+        }
+        sets.push(("random", &random[..]));
+        for (label, scalars) in sets {
             st.upload_aux(scalars)?;
+            let n = scalars.len();
             for &g2 in groups {
                 let group = if g2 { "g2" } else { "g1" };
                 let mut want = None;
@@ -202,6 +246,20 @@ mod tests {
         assert!(super::parse_cap("-1").is_err());
     }
 
+    #[test]
+    fn presum_keeps_a_value_met_often_once_and_the_rest_as_met() {
+        use blstrs::Scalar;
+        let [a, b, c] = [5u64, 6, 7].map(Scalar::from);
+        // a four times, b twice, c once.
+        let xs = [a, b, a, c, a, b, a];
+        assert_eq!(super::presum_set(&xs, 4), vec![a, b, c, b]);
+        assert_eq!(super::presum_set(&xs, 2), vec![a, b, c]);
+        // Below 2 it is the same as 2: a value met once is kept anyway.
+        assert_eq!(super::presum_set(&xs, 0), vec![a, b, c]);
+        assert_eq!(super::presum_set(&xs, 5), xs.to_vec());
+        assert!(super::presum_set(&[], 4).is_empty());
+    }
+
     #[cfg(not(feature = "cuda"))]
     #[test]
     fn without_the_feature_others_bench_says_so() {
@@ -212,6 +270,7 @@ mod tests {
             reps: 1,
             g2: false,
             trace: false,
+            presum: 0,
         };
         let e = super::run(opts).err().map(|e| e.to_string());
         assert!(e.is_some_and(|m| m.contains("--features cuda")));
