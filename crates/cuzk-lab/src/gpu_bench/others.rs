@@ -47,6 +47,7 @@ pub struct Opts {
 /// met, in order: the scalars Pippenger gets when the points of each
 /// value met `min` times or more are summed first (the sum then standing
 /// for them at that value).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub fn presum_set(others: &[blstrs::Scalar], min: usize) -> Vec<blstrs::Scalar> {
     use ff::PrimeField;
     use std::collections::{HashMap, HashSet};
