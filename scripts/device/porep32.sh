@@ -29,7 +29,9 @@
 # `auto`: the cheapest cap of the others-bench log $HEAVY_FROM; the
 # daemon's default is 1024), one with `noheavy` (`v24noheavy`) with it 0
 # (off, the default before 2026-12-06), one
-# with `carry` with gpus.tuning.carry_buckets = true (any `v16*`, `v24*`,
+# with `carry` with gpus.tuning.carry_buckets = true, one with `overlap`
+# (`v24overlap`, `v24k3overlap`) with gpus.tuning.overlap_others = true
+# (any `v16*`, `v24*`,
 # `v32*` or `device*` name runs at that limit); `auto` and `auto16` the same with no
 # [engine] section, the daemon sizing itself). The `snap` configuration
 # then deletes the PoRep parameters, makes SnapDeals' (~30 GB; from its
@@ -212,6 +214,9 @@ EOF
   esac
   # *carry*: streamed MSMs keep their buckets across batches.
   case $cfg in *carry*) tune="${tune:+$tune$'\n'}carry_buckets = true" ;; esac
+  # *overlap*: each streamed MSM's others through Pippenger beside the
+  # next MSM's tiles (gpus.tuning.overlap_others).
+  case $cfg in *overlap*) tune="${tune:+$tune$'\n'}overlap_others = true" ;; esac
   [ -n "$tune" ] && printf '[gpus.tuning]\n%s\n' "$tune" >> "$L/cuzk-$cfg.toml"
   step "$cfg daemon-start"
   # The daemon logs as its config says (RUST_LOG would override it and

@@ -123,6 +123,9 @@ struct cuzk_cuda_ctx {
     size_t split_min = SIZE_MAX;  // MSMs of fewer points run plain
     split_scratch split;
     split_shape shape;
+    // Streamed split MSMs whose others' Pippenger is still queued
+    // (gpus.tuning.overlap_others, deferred.cuh), their scratch slots.
+    deferral defer;
     // Bytes of SRS points streamed from host memory since the last
     // cuzk_cuda_take_shape.
     size_t streamed_bytes = 0;
@@ -153,6 +156,7 @@ struct cuzk_cuda_ctx {
     void trim(bool keep_aux = false)
     {
         gpu->select();
+        defer.release(mem);
         h_ready = false;
         picked_len = 0;
         abc.release(mem);
@@ -313,7 +317,8 @@ RustError cuzk_cuda_mem_room(cuzk_cuda_ctx* ctx, size_t* free_b, size_t* held)
     ctx->upload->sync();
     *free_b = ctx->mem.available();
     *held = ctx->abc.bytes() + ctx->aux.bytes() + ctx->picked.bytes() +
-            ctx->words.bytes() + ctx->offsets.bytes() + ctx->split.bytes();
+            ctx->words.bytes() + ctx->offsets.bytes() + ctx->split.bytes() +
+            ctx->defer.bytes();
     CUZK_CATCH
 }
 
@@ -647,21 +652,56 @@ RustError cuzk_cuda_msm_g2_resident(cuzk_cuda_ctx* ctx, int source, int sec,
 
 // k MSMs in G1 against the same `npoints` host points, context j's
 // scalars from `sources[j]` (SRC_AUX or SRC_PICKED), sharing each pass
-// over the points (see msm_shared); results in outs[0..k).
+// over the points (see msm_shared); results in outs[0..k). With
+// gpus.tuning.overlap_others, where tickets[j] is not 0, outs[j] holds
+// only the ones' part and the others' Pippenger is still queued
+// (deferred.cuh): its sum comes from cuzk_cuda_deferred_g1(ctxs[j],
+// tickets[j]).
 RustError cuzk_cuda_msm_g1_shared(cuzk_cuda_ctx* const* ctxs, const int* sources,
                                   size_t k, const affine_t* points, size_t npoints,
-                                  point_t* outs)
+                                  point_t* outs, uint64_t* tickets)
 {
-    return msm_shared<bucket_t, point_t, affine_t>(ctxs, sources, k, points, npoints, outs);
+    return msm_shared<bucket_t, point_t, affine_t>(ctxs, sources, k, points, npoints, outs,
+                                                   tickets);
 }
 
 // The same in G2.
 RustError cuzk_cuda_msm_g2_shared(cuzk_cuda_ctx* const* ctxs, const int* sources,
                                   size_t k, const affine_fp2_t* points, size_t npoints,
-                                  point_fp2_t* outs)
+                                  point_fp2_t* outs, uint64_t* tickets)
 {
     return msm_shared<bucket_fp2_t, point_fp2_t, affine_fp2_t>(ctxs, sources, k, points,
-                                                               npoints, outs);
+                                                               npoints, outs, tickets);
+}
+
+// The others' sum of a deferred MSM (`ticket` of this context), waited
+// for; the ticket is used up.
+RustError cuzk_cuda_deferred_g1(cuzk_cuda_ctx* ctx, uint64_t ticket, point_t* out)
+{
+    CUZK_TRY
+    ctx->gpu->select();
+    if (!ctx->defer.take(ticket, false, out))
+        return bad_arg("no deferred G1 MSM of that ticket");
+    CUZK_CATCH
+}
+
+RustError cuzk_cuda_deferred_g2(cuzk_cuda_ctx* ctx, uint64_t ticket, point_fp2_t* out)
+{
+    CUZK_TRY
+    ctx->gpu->select();
+    if (!ctx->defer.take(ticket, true, out))
+        return bad_arg("no deferred G2 MSM of that ticket");
+    CUZK_CATCH
+}
+
+// Waits for this context's deferred MSMs and drops their sums (a stage
+// that failed part-way).
+RustError cuzk_cuda_deferred_drop(cuzk_cuda_ctx* ctx)
+{
+    CUZK_TRY
+    ctx->gpu->select();
+    ctx->defer.discard();
+    CUZK_CATCH
 }
 
 // Host copies of this context through its page-locked chunks (`on`) or

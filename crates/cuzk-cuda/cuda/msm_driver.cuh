@@ -478,11 +478,52 @@ struct msm_driver {
         out->inf();
         if (npoints == 0)
             return;
-        msm_trace trace{tune.msm_trace != 0, npoints};
+        launched l = launch(points, scalars, npoints, hp);
+        finish(l, out);
+    }
+
+    // Streams of `set_streams` (an MSM beside other work on the device's
+    // own streams: `deferred.cuh`); unset, the device's main stream and
+    // its stream 2.
+    const stream_t* ms_own = nullptr;
+    const stream_t* ss_own = nullptr;
+    void set_streams(const stream_t& m, const stream_t& s)
+    {
+        ms_own = &m;
+        ss_own = &s;
+    }
+    // Accumulate, integrate and fold run here; the sort stream ends
+    // ordered before it (`launch`).
+    const stream_t& main_stream() const
+    {
+        return ms_own ? *ms_own : static_cast<const stream_t&>(gpu);
+    }
+    const stream_t& sort_stream() const { return ss_own ? *ss_own : gpu[2]; }
+
+    // What `launch` leaves queued for `finish`: the scratch (freed on the
+    // main stream once the sums are read) and where the sums are.
+    struct launched {
+        std::unique_ptr<dev_ptr_t<uint8_t>> blob;
+        const bucket_mem* acc = nullptr;
+        size_t nacc = 0, nsums = 0, npoints = 0, cub_b = 0;
+        uint32_t top = 0, fanout = 0;
+        std::unique_ptr<msm_trace> trace;
+    };
+
+    // `run`'s first part: every kernel and copy queued on the streams, the
+    // sort stream's end ordered before the main stream's; returns without
+    // waiting for them. `npoints` > 0.
+    launched launch(const affine_T* points, const fr_t* scalars, size_t npoints,
+                    const host_points* hp = nullptr)
+    {
+        launched out;
+        out.npoints = npoints;
+        out.trace.reset(new msm_trace{tune.msm_trace != 0, npoints});
+        msm_trace& trace = *out.trace;
         trace.at(0);
         const affine_mem* d_points = (const affine_mem*)points;
-        const stream_t& ms = gpu;     // accumulate, integrate, fold
-        const stream_t& ss = gpu[2];  // breakdown and sort
+        const stream_t& ms = main_stream();  // accumulate, integrate, fold
+        const stream_t& ss = sort_stream();  // breakdown and sort
 
         const layout L = plan(npoints);
         const size_t batch = L.batch, stride = L.stride, row_sz = L.row_sz;
@@ -495,16 +536,21 @@ struct msm_driver {
         const size_t digits_b = L.digits_b, acc_b = L.acc_b;
         const ordered_accumulate& ordered = L.ordered;
         const size_t before_order = L.before_order;
-        dev_ptr_t<uint8_t> blob{L.bytes(), ms};
-        // Declared after the scratch, so destroyed before it: whatever
-        // the sort stream still has queued (an exception may leave work
-        // there) comes before the scratch's free on the main stream.
+        out.blob.reset(new dev_ptr_t<uint8_t>{L.bytes(), ms});
+        out.nacc = nacc;
+        out.nsums = nsums;
+        out.cub_b = cub_b;
+        out.top = top;
+        out.fanout = fanout;
+        // Destroyed when this returns or throws: whatever the sort stream
+        // still has queued comes before the main stream's next work (the
+        // scratch's free among it).
         struct sort_first {
             const stream_t& ms;
             const stream_t& ss;
             ~sort_first() { stream_after(ms, ss); }
         } guard{ms, ss};
-        uint8_t* base = &blob[0];
+        uint8_t* base = &(*out.blob)[0];
         bucket_mem* d_buckets = (bucket_mem*)base;
         // One set of histogram and digits, or two when carrying (batch i
         // uses set i % sets).
@@ -618,10 +664,22 @@ struct msm_driver {
         }
 
         trace.at(2);
+        out.acc = d_acc;
+        return out;
+    }
+
+    // `run`'s second part: waits for what `launch` queued, reads the sums
+    // and adds the windows up on the host; the scratch is freed.
+    void finish(launched& l, point_T* out)
+    {
+        const stream_t& ms = main_stream();
+        const size_t nacc = l.nacc, nsums = l.nsums, npoints = l.npoints;
+        const uint32_t top = l.top;
+        msm_trace& trace = *l.trace;
         std::vector<bucket_T> sums(nacc);
-        ms.DtoH(sums.data(), d_acc, nacc);
+        ms.DtoH(sums.data(), l.acc, nacc);
         ms.sync();
-        ss.sync();
+        l.blob.reset();
         trace.at(3);
 
         // Windows in parallel, then Horner from the top window down.
@@ -647,7 +705,7 @@ struct msm_driver {
         acc.add(p);
         *out = acc;
         trace.at(4);
-        trace.report(npoints, wbits, nwins, fanout, cub_b);
+        trace.report(npoints, wbits, nwins, l.fanout, l.cub_b);
         trace.report_host(npoints);
     }
 };

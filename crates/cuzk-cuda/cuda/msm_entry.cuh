@@ -41,10 +41,14 @@ static const fr_t* source_scalars(const cuzk_cuda_ctx* ctx, int source,
 // scalars are split as on the device, a tile copied once serving all k
 // (`msm_split01_streamed`); H's scalars, or a split that declines, make
 // each MSM stream the points itself. The bytes copied are shared out
-// evenly among the contexts' counters.
+// evenly among the contexts' counters. Given `tickets` and with
+// gpus.tuning.overlap_others, a split's others are left queued on each
+// context's side streams (deferred.cuh): tickets[j] names them, 0 where
+// outs[j] is whole.
 template<class bucket_T, class point_T, class affine_T>
 static RustError msm_shared(cuzk_cuda_ctx* const* ctxs, const int* sources, size_t k,
-                            const affine_T* points, size_t npoints, point_T* outs)
+                            const affine_T* points, size_t npoints, point_T* outs,
+                            uint64_t* tickets = nullptr)
 {
     CUZK_TRY
     if (k == 0)
@@ -68,6 +72,8 @@ static RustError msm_shared(cuzk_cuda_ctx* const* ctxs, const int* sources, size
         split = split && sources[j] != SRC_H;
         parts.push_back(split_part<point_T>{&ctx->mem, &ctx->split, scalars,
                                             &ctx->shape, &outs[j]});
+        if (tickets)
+            tickets[j] = 0;
         // Nothing else of this context is on its upload stream now.
         ctx->upload->sync();
     }
@@ -88,6 +94,15 @@ static RustError msm_shared(cuzk_cuda_ctx* const* ctxs, const int* sources, size
                 ctxs[j]->streamed_bytes += copied / k + (j == 0 ? copied % k : 0);
         }
     } share{ctxs, k, copied};
+    if (split && tickets && first->tune.overlap_others)
+        for (size_t j = 0; j < k; j++) {
+            // A slot no queued Pippenger of this context reads.
+            split_part<point_T>& p = parts[j];
+            p.defer = &ctxs[j]->defer;
+            p.slot = p.defer->free_slot();
+            p.sc = &p.defer->slots[p.slot];
+            p.ticket = &tickets[j];
+        }
     if (split &&
         msm_split01_streamed<bucket_T, point_T, affine_T>(*first->gpu, first->tune,
                                                           parts.data(), k, hp, npoints))

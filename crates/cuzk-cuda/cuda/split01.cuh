@@ -186,6 +186,8 @@ struct split_shape {
     size_t zeros = 0, ones = 0, others = 0;
 };
 
+#include "deferred.cuh"
+
 // An allocation that may fail: true when `b` holds `n`, false (the context
 // still usable) when the device has no room.
 template<class T> static bool try_reserve(dbuf<T>& b, dalloc& a, size_t n)
@@ -367,6 +369,12 @@ template<class point_T> struct split_part {
     split_shape* shape;
     point_T* out;
     size_t others = 0, ones = 0;
+    // With gpus.tuning.overlap_others: the context's deferral, whose slot
+    // `slot` is `sc`; the others' Pippenger is queued there and `*ticket`
+    // says which (0: none queued, `*out` is the whole sum).
+    deferral* defer = nullptr;
+    int slot = 0;
+    uint64_t* ticket = nullptr;
 };
 
 // The same with the points in host memory (`hp`, see stream_tiles.cuh),
@@ -520,6 +528,13 @@ static bool msm_split01_streamed(const gpu_t& gpu, const cuzk_cuda_tuning& tune,
         if (per_tile) {
             others_so_far(j);
             sum_others = tile_others[j];
+        } else if (p.others && p.defer) {
+            // Queued on the side streams after the tiles' kernels; the
+            // sum is collected by ticket (deferred.cuh).
+            *p.ticket = p.defer->template launch<bucket_T, point_T, affine_T>(
+                gpu, tune, st, p.slot, (const affine_T*)p.sc->points.ptr,
+                p.sc->scalars.ptr, p.others, p.mem->room());
+            lap("others queued", p.others);
         } else if (p.others) {
             st.sync();
             msm_device<bucket_T>(gpu, tune, (const affine_T*)p.sc->points.ptr,

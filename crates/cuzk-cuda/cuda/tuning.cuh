@@ -39,6 +39,11 @@ struct cuzk_cuda_tuning {
     // to batch and integrates them once, sorting the next batch's digits
     // while this one accumulates (two sets of digits; msm_driver.cuh).
     uint8_t carry_buckets;
+    // A streamed split MSM's others go through Pippenger on the context's
+    // side streams while the stage goes on to its next MSM (the next
+    // section's tiles copied meanwhile); their sums are collected by
+    // ticket before the stage ends (deferred.cuh).
+    uint8_t overlap_others;
     // Buckets of more points than this are summed by whole blocks of
     // threads, not one thread each (accumulate.cuh); 0: one thread each.
     uint32_t heavy_bucket_points;
@@ -62,6 +67,7 @@ static inline cuzk_cuda_tuning default_tuning()
     t.split_check = 0;
     t.split_tile_others = 0;
     t.carry_buckets = 0;
+    t.overlap_others = 0;
     t.heavy_bucket_points = 1024;  // config.rs: DEFAULT_HEAVY_BUCKET_POINTS
     t.stream_tile_points = 0;
     return t;

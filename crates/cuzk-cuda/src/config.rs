@@ -165,6 +165,13 @@ pub struct GpuTuning {
     /// 2^24 points a batch, taken only where it fits). Not yet measured:
     /// off.
     pub carry_buckets: bool,
+    /// A shared MSM stage on a small card (L, A and B streamed) runs each
+    /// streamed MSM's Pippenger over its other scalars on side streams
+    /// while the stage goes on to the next MSM, whose tiles are copied
+    /// meanwhile, instead of after the last tile with the copies idle
+    /// (at 24 GiB on an H100 those runs were ~0.4 s of a pair's ~1.2 s
+    /// stage, 2026-12-05/06). Not yet measured on a card: off.
+    pub overlap_others: bool,
     /// Buckets of an XYZZ-accumulated MSM holding more points than this
     /// are each summed by a block of threads (strided shares, then a
     /// fold), not by one thread's chain; 0: one thread each. A value
@@ -215,6 +222,7 @@ impl Default for GpuTuning {
             check_split: false,
             split_tile_others: false,
             carry_buckets: false,
+            overlap_others: false,
             heavy_bucket_points: DEFAULT_HEAVY_BUCKET_POINTS,
             fail_device: None,
             fail_after_partitions: 0,

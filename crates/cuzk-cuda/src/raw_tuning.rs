@@ -18,6 +18,7 @@ pub(crate) struct RawTuning {
     split_check: u8,
     split_tile_others: u8,
     carry_buckets: u8,
+    overlap_others: u8,
     heavy_bucket_points: u32,
     stream_tile_points: u64,
 }
@@ -41,6 +42,7 @@ impl From<&GpuTuning> for RawTuning {
             split_check: u8::from(t.check_split),
             split_tile_others: u8::from(t.split_tile_others),
             carry_buckets: u8::from(t.carry_buckets),
+            overlap_others: u8::from(t.overlap_others),
             heavy_bucket_points: t.heavy_bucket_points,
             stream_tile_points: t.stream_tile_points,
         }

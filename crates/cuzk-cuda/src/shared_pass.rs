@@ -5,6 +5,11 @@
 //! partition, so host-to-device bytes per partition fall by the number of
 //! partitions. For sections that stay on the card nothing is shared: each
 //! partition runs its resident MSM.
+//!
+//! With `gpus.tuning.overlap_others` a pass returns before the Pippenger
+//! over each partition's other scalars (neither 0 nor 1) is done: it runs
+//! on the context's side streams while the stage goes on to its next MSM
+//! (`cuda/deferred.cuh`), and the result is [`Pending`] until resolved.
 
 use blst::{blst_p1, blst_p2};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
@@ -20,6 +25,7 @@ extern "C" {
         points: *const G1Affine,
         npoints: usize,
         outs: *mut blst_p1,
+        tickets: *mut u64,
     ) -> sppark::Error;
     fn cuzk_cuda_msm_g2_shared(
         ctxs: *const *mut RawCtx,
@@ -28,7 +34,27 @@ extern "C" {
         points: *const G2Affine,
         npoints: usize,
         outs: *mut blst_p2,
+        tickets: *mut u64,
     ) -> sppark::Error;
+    fn cuzk_cuda_deferred_g1(ctx: *mut RawCtx, ticket: u64, out: *mut blst_p1) -> sppark::Error;
+    fn cuzk_cuda_deferred_g2(ctx: *mut RawCtx, ticket: u64, out: *mut blst_p2) -> sppark::Error;
+    fn cuzk_cuda_deferred_drop(ctx: *mut RawCtx) -> sppark::Error;
+}
+
+/// One context's result of a shared pass: whole (`ticket` 0), or the
+/// ones' part with the others' Pippenger still queued on the context's
+/// side streams under `ticket` ([`resolve_g1`], [`resolve_g2`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pending<P> {
+    part: P,
+    ticket: u64,
+}
+
+impl<P> Pending<P> {
+    /// A result computed whole (a resident MSM's).
+    pub(crate) fn whole(part: P) -> Pending<P> {
+        Pending { part, ticket: 0 }
+    }
 }
 
 /// The raw contexts and scalar sources of one shared pass.
@@ -48,8 +74,8 @@ fn raw_parts(
     Ok((raw, src))
 }
 
-/// A shared-pass entry point of `cuda/msm_entry.cuh`, over points `A`
-/// with raw projective results `R`.
+/// A shared-pass entry point of `cuda/cuzk_cuda.cu`, over points `A`
+/// with raw projective results `R` and a ticket each.
 type Entry<A, R> = unsafe extern "C" fn(
     *const *mut RawCtx,
     *const i32,
@@ -57,20 +83,24 @@ type Entry<A, R> = unsafe extern "C" fn(
     *const A,
     usize,
     *mut R,
+    *mut u64,
 ) -> sppark::Error;
 
 /// Runs `entry` for each context's scalars of its source over `points` in
-/// host memory; one raw result per context, in order.
+/// host memory; one raw result and ticket per context, in order.
 fn run_shared<A, R: Default + Clone>(
     entry: Entry<A, R>,
     ctxs: &mut [&mut Ctx],
     sources: &[Source],
     points: &[A],
-) -> Result<Vec<R>, CudaError> {
+) -> Result<Vec<Pending<R>>, CudaError> {
     let (raw, src) = raw_parts(ctxs, sources)?;
     let mut outs = vec![R::default(); raw.len()];
+    let mut tickets = vec![0u64; raw.len()];
     // SAFETY: the contexts are borrowed mutably (no other call uses them),
-    // points and outs outlive the call; outs has one slot per context.
+    // points, outs and tickets outlive the call; outs and tickets have one
+    // slot per context. A queued Pippenger reads only its context's device
+    // buffers, not these.
     check(unsafe {
         entry(
             raw.as_ptr(),
@@ -79,24 +109,33 @@ fn run_shared<A, R: Default + Clone>(
             points.as_ptr(),
             points.len(),
             outs.as_mut_ptr(),
+            tickets.as_mut_ptr(),
         )
     })?;
-    Ok(outs)
+    Ok(outs
+        .into_iter()
+        .zip(tickets)
+        .map(|(part, ticket)| Pending { part, ticket })
+        .collect())
 }
 
 /// Σ scalar_i·points_i in G1 for each context's scalars of its source
 /// (`sources[j]`, [`Source::Aux`] or [`Source::Picked`]), in one pass over
-/// `points` in host memory; one result per context, in order.
+/// `points` in host memory; one result per context, in order, to be
+/// resolved ([`resolve_g1`]) on the same contexts.
 pub(crate) fn msm_g1(
     ctxs: &mut [&mut Ctx],
     sources: &[Source],
     points: &[G1Affine],
-) -> Result<Vec<G1Projective>, CudaError> {
+) -> Result<Vec<Pending<G1Projective>>, CudaError> {
     let outs = run_shared(cuzk_cuda_msm_g1_shared, ctxs, sources, points)?;
-    // SAFETY: G1Projective is #[repr(transparent)] over blst_p1.
     Ok(outs
         .into_iter()
-        .map(|p| unsafe { std::mem::transmute::<blst_p1, G1Projective>(p) })
+        .map(|p| Pending {
+            // SAFETY: G1Projective is #[repr(transparent)] over blst_p1.
+            part: unsafe { std::mem::transmute::<blst_p1, G1Projective>(p.part) },
+            ticket: p.ticket,
+        })
         .collect())
 }
 
@@ -105,11 +144,69 @@ pub(crate) fn msm_g2(
     ctxs: &mut [&mut Ctx],
     sources: &[Source],
     points: &[G2Affine],
-) -> Result<Vec<G2Projective>, CudaError> {
+) -> Result<Vec<Pending<G2Projective>>, CudaError> {
     let outs = run_shared(cuzk_cuda_msm_g2_shared, ctxs, sources, points)?;
-    // SAFETY: G2Projective is #[repr(transparent)] over blst_p2.
     Ok(outs
         .into_iter()
-        .map(|p| unsafe { std::mem::transmute::<blst_p2, G2Projective>(p) })
+        .map(|p| Pending {
+            // SAFETY: G2Projective is #[repr(transparent)] over blst_p2.
+            part: unsafe { std::mem::transmute::<blst_p2, G2Projective>(p.part) },
+            ticket: p.ticket,
+        })
         .collect())
+}
+
+/// The whole results of `pending` (context j's in `ctxs[j]`), waiting for
+/// the queued Pippenger runs.
+pub(crate) fn resolve_g1(
+    ctxs: &mut [&mut Ctx],
+    pending: Vec<Pending<G1Projective>>,
+) -> Result<Vec<G1Projective>, CudaError> {
+    ctxs.iter_mut()
+        .zip(pending)
+        .map(|(c, p)| {
+            if p.ticket == 0 {
+                return Ok(p.part);
+            }
+            let mut out = blst_p1::default();
+            // SAFETY: a live context borrowed mutably; out is written once.
+            check(unsafe { cuzk_cuda_deferred_g1(c.raw(), p.ticket, &mut out) })?;
+            // SAFETY: G1Projective is #[repr(transparent)] over blst_p1.
+            Ok(p.part + unsafe { std::mem::transmute::<blst_p1, G1Projective>(out) })
+        })
+        .collect()
+}
+
+/// The same in G2.
+pub(crate) fn resolve_g2(
+    ctxs: &mut [&mut Ctx],
+    pending: Vec<Pending<G2Projective>>,
+) -> Result<Vec<G2Projective>, CudaError> {
+    ctxs.iter_mut()
+        .zip(pending)
+        .map(|(c, p)| {
+            if p.ticket == 0 {
+                return Ok(p.part);
+            }
+            let mut out = blst_p2::default();
+            // SAFETY: a live context borrowed mutably; out is written once.
+            check(unsafe { cuzk_cuda_deferred_g2(c.raw(), p.ticket, &mut out) })?;
+            // SAFETY: G2Projective is #[repr(transparent)] over blst_p2.
+            Ok(p.part + unsafe { std::mem::transmute::<blst_p2, G2Projective>(out) })
+        })
+        .collect()
+}
+
+/// Waits for every queued Pippenger of `ctxs` and drops the results (a
+/// stage that failed part-way); the first error, after trying them all.
+pub(crate) fn drop_deferred(ctxs: &mut [&mut Ctx]) -> Result<(), CudaError> {
+    let mut first = Ok(());
+    for c in ctxs.iter_mut() {
+        // SAFETY: a live context borrowed mutably.
+        let r = check(unsafe { cuzk_cuda_deferred_drop(c.raw()) });
+        if first.is_ok() {
+            first = r;
+        }
+    }
+    first
 }

@@ -562,7 +562,8 @@ fn an_injected_failure_in_one_worker_leaves_the_other_alone() {
 /// backend's and those of one partition at a time, and L, A and B are
 /// copied to the device once for the group, not once per partition; so
 /// with each tile's others through Pippenger as they are gathered
-/// (`split_tile_others`).
+/// (`split_tile_others`), and so with each section's others beside the
+/// next section's tiles (`overlap_others`).
 #[test]
 fn partitions_sharing_a_streamed_pass_copy_each_section_once() {
     let Some(_gpu) = common::gpu() else { return };
@@ -614,6 +615,22 @@ fn partitions_sharing_a_streamed_pass_copy_each_section_once() {
     };
     assert_eq!(run(1, &tile_others), alone, "tile by tile, alone");
     assert_eq!(run(count, &tile_others), shared, "tile by tile, shared");
+    // Each section's others through Pippenger on side streams while the
+    // next section's tiles are copied (`overlap_others`); twice, so the
+    // second group reuses the contexts' slots and side streams.
+    let overlap = cuzk_cuda::GpuTuning {
+        overlap_others: true,
+        ..tuning.clone()
+    };
+    assert_eq!(run(count, &overlap), shared, "others overlapped, shared");
+    let twice = streamed(count, &overlap);
+    for round in 0..2 {
+        let (proofs, _) = twice
+            .prove(&mut witnesses.clone(), &srs, &r, &s)
+            .unwrap_or_else(|e| panic!("overlapped, round {round}: {e}"));
+        let bytes: Vec<_> = proofs.iter().map(|p| p.to_bytes()).collect();
+        assert!(bytes == cpu, "overlapped, round {round}: the proofs differ");
+    }
     let bi = witnesses[0].b_input_density.count();
     let ni = witnesses[0].input.len();
     let h = srs.h.len() as u64 * 96;

@@ -25,7 +25,7 @@ use crate::device::Worker;
 use crate::error::CudaError;
 use crate::ffi::{Ctx, Source};
 use crate::metrics::Counters;
-use crate::shared_pass;
+use crate::shared_pass::{self, Pending};
 use crate::staging::StagingTier;
 
 /// Whether `witnesses` go through one shared MSM stage: more than one,
@@ -184,8 +184,30 @@ fn shared_or_alone(
 }
 
 /// L, B and A of every partition under the device lock, each streamed
-/// section read once for all; `h` of the results left at zero.
+/// section read once for all; `h` of the results left at zero. Pippenger
+/// runs still queued when it fails are waited for and dropped (their
+/// scratch is the contexts').
 fn msm_stage(
+    ctxs: &mut [&mut Ctx],
+    backend: &CudaBackend,
+    ws: &[PartitionWitness],
+    srs: &SrsRef<'_>,
+    (res, aux_there): (Resident, &[bool]),
+    stats: &mut ProveStats,
+) -> Result<Vec<MsmResults>, CudaError> {
+    let r = msm_stage_queued(ctxs, backend, ws, srs, (res, aux_there), stats);
+    if r.is_err() {
+        if let Err(e) = shared_pass::drop_deferred(ctxs) {
+            tracing::warn!(%e, "dropping queued MSMs after a failed shared stage");
+        }
+    }
+    r
+}
+
+/// [`msm_stage`]'s work: with `gpus.tuning.overlap_others` each streamed
+/// MSM's Pippenger over its others runs while the next MSM's tiles are
+/// copied (`shared_pass`); all are resolved before the device lock goes.
+fn msm_stage_queued(
     ctxs: &mut [&mut Ctx],
     backend: &CudaBackend,
     ws: &[PartitionWitness],
@@ -238,7 +260,7 @@ fn msm_stage(
     let b2_aux = if res.b_g2 {
         let mut v = Vec::with_capacity(k);
         for (j, c) in ctxs.iter_mut().enumerate() {
-            v.push(c.msm_g2_resident(b_src[j], bi, nb)?);
+            v.push(Pending::whole(c.msm_g2_resident(b_src[j], bi, nb)?));
         }
         v
     } else {
@@ -260,6 +282,14 @@ fn msm_stage(
         shared_pass::msm_g1(ctxs, &a_src, &srs.a[ni..])?
     };
     stats.msm_a += t.elapsed();
+    // The queued runs, in the order they were queued (their wait counted
+    // in A's stage wall: L's and B's walls are then only their tiles).
+    let t = Instant::now();
+    let l = shared_pass::resolve_g1(ctxs, l)?;
+    let b1_aux = shared_pass::resolve_g1(ctxs, b1_aux)?;
+    let b2_aux = shared_pass::resolve_g2(ctxs, b2_aux)?;
+    let a_aux = shared_pass::resolve_g1(ctxs, a_aux)?;
+    stats.msm_a += t.elapsed();
     for c in ctxs.iter_mut() {
         let (shape, streamed) = c.take_shape()?;
         stats.shape += shape;
@@ -273,12 +303,15 @@ fn msm_stage(
         .collect())
 }
 
-/// One resident G1 MSM per context.
+/// One resident G1 MSM per context (whole results).
 fn each_g1(
     ctxs: &mut [&mut Ctx],
     mut f: impl FnMut(&mut Ctx, usize) -> Result<G1Projective, CudaError>,
-) -> Result<Vec<G1Projective>, CudaError> {
-    ctxs.iter_mut().enumerate().map(|(j, c)| f(c, j)).collect()
+) -> Result<Vec<Pending<G1Projective>>, CudaError> {
+    ctxs.iter_mut()
+        .enumerate()
+        .map(|(j, c)| f(c, j).map(Pending::whole))
+        .collect()
 }
 
 /// A partition's MSM results: the device's aux parts plus the input
