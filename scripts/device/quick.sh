@@ -14,7 +14,11 @@
 # one card. Every run is bounded so that the call
 # ends within $DEADLINE seconds (default 520); logs and summary.txt go to
 # $OUT. RUNS="v24 v24carry" runs only the named ones (others-bench only
-# when one of them takes the cap).
+# when one of them takes the cap); `v16heavy`/`v32heavy` take the cap at
+# 16/32 GiB, `v24overlap`/`v16overlap`/`v32overlap` the cap and
+# gpus.tuning.overlap_others. $OTHERS_PERCENT (default 10) is the
+# synthetic witness's share of others (a real partition has ~1.3 %).
+# GPU test binaries in QUICK (gpu_*.xz) run first, with $TEST_FILTER.
 set -u
 Q="${1:-target/device/quick}"
 DEADLINE=${DEADLINE:-520}
@@ -27,6 +31,13 @@ xz -dc "$Q/others.bin.xz" > /tmp/quick-others.bin
 S="$O/summary.txt"
 echo "$(date -u +%T) start $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader)" >> "$S"
 RUNS=${RUNS:-v24 v24both v24heavy v24carry v16both v16 v32both v32}
+for t in "$Q"/gpu_*.xz; do
+  [ -e "$t" ] || continue
+  n=$(basename "$t" .xz)
+  xz -dc "$t" > "/tmp/quick-$n" && chmod +x "/tmp/quick-$n"
+  timeout 200 "/tmp/quick-$n" --nocapture --test-threads=1 ${TEST_FILTER:-} > "$O/test-$n.log" 2>&1
+  echo "$(date -u +%T) $n rc=$? $(grep -E '^test result' "$O/test-$n.log" | tail -1)" >> "$S"
+done
 case " $RUNS " in *both*|*heavy*) ;; *) export SKIP_OTHERS=1 ;; esac
 [ -n "${SKIP_OTHERS:-}" ] || timeout 150 /tmp/quick-lab others-bench --others-from /tmp/quick-others.bin --g2 > "$O/others-bench.log" 2>&1
 echo "$(date -u +%T) others-bench rc=$? $(grep '^others_bench_summary' "$O/others-bench.log" 2>/dev/null)" >> "$S"
@@ -43,6 +54,7 @@ run() { # NAME VRAM_LIMIT TUNING
   [ "$t" -gt 180 ] && t=180
   timeout "$t" /tmp/quick-lab gpu-bench --log-domain 27 --srs streamed --vram-limit "$2" \
     --partitions-per-pass 2 --partitions 2 --others-from /tmp/quick-others.bin \
+    --others-percent "${OTHERS_PERCENT:-10}" \
     ${3:+--tuning "$3"} > "$O/pp-$1.log" 2>&1
   echo "$(date -u +%T) $1 rc=$? $(grep '^gpu_bench_per_pass_summary' "$O/pp-$1.log")" >> "$S"
 }
@@ -57,4 +69,10 @@ run v16both 16GiB "$heavy; carry_buckets = true"
 run v16 16GiB "$off"
 run v32both 32GiB "$heavy; carry_buckets = true"
 run v32 32GiB "$off"
+over="$heavy; overlap_others = true"
+run v24overlap 24GiB "$over"
+run v16heavy 16GiB "$heavy"
+run v16overlap 16GiB "$over"
+run v32heavy 32GiB "$heavy"
+run v32overlap 32GiB "$over"
 cat "$S"
