@@ -170,7 +170,9 @@ pub struct GpuTuning {
     /// while the stage goes on to the next MSM, whose tiles are copied
     /// meanwhile, instead of after the last tile with the copies idle
     /// (at 24 GiB on an H100 those runs were ~0.4 s of a pair's ~1.2 s
-    /// stage, 2026-12-05/06). Not yet measured on a card: off.
+    /// stage, 2026-12-05/06). Off: in the per-pass bench on an H100
+    /// (2026-12-06) it took 1.9 % off the MSM stage at 24 GiB and 3.9 % at
+    /// 16 GiB, a fifth to two fifths of what could hide (docs/PERF.md).
     pub overlap_others: bool,
     /// Buckets of an XYZZ-accumulated MSM holding more points than this
     /// are each summed by a block of threads (strided shares, then a
