@@ -280,6 +280,45 @@ pub(crate) fn host_srs(inp: &Input) -> HostSrs {
     }
 }
 
+/// Host SRS for the per-pass bench: the same tiled points, each section
+/// its own allocation as in a real SRS. Sections aliasing one buffer can
+/// be page-locked only once (`cudaHostRegister` refuses memory already
+/// registered), so all but the first streamed from pageable memory
+/// through the chunk ring (every per-pass figure before 2026-12-06).
+pub(crate) struct SectionSrs {
+    pub(crate) h: Vec<G1Affine>,
+    pub(crate) l: Vec<G1Affine>,
+    pub(crate) a: Vec<G1Affine>,
+    pub(crate) b_g1: Vec<G1Affine>,
+    pub(crate) b_g2: Vec<G2Affine>,
+}
+
+pub(crate) fn section_srs(inp: &Input) -> SectionSrs {
+    let (p1, p2) = (&inp.g1, &inp.g2);
+    let g1 = |len: usize| par_fill(len, |i| p1[i % p1.len()]);
+    SectionSrs {
+        h: g1(inp.n() - 1),
+        l: g1(inp.aux.len()),
+        a: g1(inp.a_len()),
+        b_g1: g1(inp.b_len()),
+        b_g2: par_fill(inp.b_len(), |i| p2[i % p2.len()]),
+    }
+}
+
+impl SectionSrs {
+    /// The SRS the backend proves with (`inp`'s verifying key).
+    pub(crate) fn srs<'a>(&'a self, inp: &Input) -> SrsRef<'a> {
+        SrsRef {
+            h: &self.h,
+            l: &self.l,
+            a: &self.a,
+            b_g1: &self.b_g1,
+            b_g2: &self.b_g2,
+            ..inp.vk_ref()
+        }
+    }
+}
+
 pub(crate) fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }

@@ -27,8 +27,8 @@ use cuzk_cuda::{CudaBackend, SrsPlacement, DEFAULT_VRAM_MARGIN};
 use cuzk_prover::backend::{ProveStats, ProverBackend, SrsRef};
 use cuzk_prover::{PartitionWitness, WitnessSize};
 
-use super::input::{host_srs, make_input_with, ms, Input};
-use super::workers::{refill, srs_of, witness};
+use super::input::{make_input_with, ms, section_srs, Input};
+use super::workers::{refill, witness};
 
 /// What one `--partitions-per-pass` run measures.
 pub(crate) struct PerPass {
@@ -59,8 +59,8 @@ pub(crate) fn run(o: &PerPass) -> Result<()> {
     }
     let t = Instant::now();
     let inp = make_input_with(o.lg_n, o.synthetic.clone());
-    let host = host_srs(&inp);
-    let srs = srs_of(&inp, &host);
+    let host = section_srs(&inp);
+    let srs = host.srs(&inp);
     println!(
         "gpu_bench_per_pass_setup log_domain={} k={} groups={} vram_limit={} others_percent={} \
          pattern_g1={} input_ms={:.0}",
