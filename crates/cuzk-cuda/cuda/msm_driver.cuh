@@ -508,6 +508,10 @@ struct msm_driver {
         size_t nacc = 0, nsums = 0, npoints = 0, cub_b = 0;
         uint32_t top = 0, fanout = 0;
         std::unique_ptr<msm_trace> trace;
+        // On streams of `set_streams`: recorded after this MSM's last
+        // kernel, so `finish` waits for it alone, not for MSMs queued on
+        // the same streams after it.
+        std::unique_ptr<event_t> done;
     };
 
     // `run`'s first part: every kernel and copy queued on the streams, the
@@ -665,6 +669,11 @@ struct msm_driver {
 
         trace.at(2);
         out.acc = d_acc;
+        if (ms_own) {
+            stream_after(ms, ss);
+            out.done.reset(new event_t);
+            out.done->record(ms);
+        }
         return out;
     }
 
@@ -677,8 +686,18 @@ struct msm_driver {
         const uint32_t top = l.top;
         msm_trace& trace = *l.trace;
         std::vector<bucket_T> sums(nacc);
-        ms.DtoH(sums.data(), l.acc, nacc);
-        ms.sync();
+        if (l.done) {
+            // Later MSMs may be queued on these streams: wait for this
+            // one's event and read its sums outside them (a blocking copy
+            // on the legacy stream, which our non-blocking streams do not
+            // wait for, nor it for them).
+            CUDA_OK(cudaEventSynchronize(*l.done));
+            CUDA_OK(cudaMemcpy(sums.data(), l.acc, nacc * sizeof(bucket_T),
+                               cudaMemcpyDeviceToHost));
+        } else {
+            ms.DtoH(sums.data(), l.acc, nacc);
+            ms.sync();
+        }
         l.blob.reset();
         trace.at(3);
 
