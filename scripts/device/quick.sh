@@ -19,6 +19,9 @@
 # gpus.tuning.overlap_others. $OTHERS_PERCENT (default 10) is the
 # synthetic witness's share of others (a real partition has ~1.3 %).
 # GPU test binaries in QUICK (gpu_*.xz) run first, with $TEST_FILTER.
+# With QUICK/cuzk-lab-b.xz (another build's lab), each run named in
+# $B_RUNS runs again right after with it, logged as NAME-b: two builds
+# side by side on one card.
 set -u
 Q="${1:-target/device/quick}"
 DEADLINE=${DEADLINE:-520}
@@ -28,6 +31,7 @@ O=${OUT:-/tmp/quick-out}
 mkdir -p "$O"
 xz -dc "$Q/cuzk-lab.xz" > /tmp/quick-lab && chmod +x /tmp/quick-lab
 xz -dc "$Q/others.bin.xz" > /tmp/quick-others.bin
+[ -e "$Q/cuzk-lab-b.xz" ] && xz -dc "$Q/cuzk-lab-b.xz" > /tmp/quick-lab-b && chmod +x /tmp/quick-lab-b
 S="$O/summary.txt"
 echo "$(date -u +%T) start $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader)" >> "$S"
 RUNS=${RUNS:-v24 v24both v24heavy v24carry v16both v16 v32both v32}
@@ -47,16 +51,20 @@ CAP=$(HEAVY_POINTS=auto HEAVY_FROM="$O/others-bench.log" heavy_points)
 [ "$CAP" != 0 ] || CAP=1024  # no others-bench: the daemon's default
 echo "$(date -u +%T) heavy cap $CAP" >> "$S"
 run() { # NAME VRAM_LIMIT TUNING
-  local t
   case " $RUNS " in *" $1 "*) ;; *) return ;; esac
+  bench /tmp/quick-lab "$@"
+  case " ${B_RUNS:-} " in *" $1 "*) [ -x /tmp/quick-lab-b ] && bench /tmp/quick-lab-b "$1-b" "$2" "$3" ;; esac
+}
+bench() { # LAB NAME VRAM_LIMIT TUNING
+  local t
   t=$(left)
-  [ "$t" -gt 60 ] || { echo "$(date -u +%T) $1 skipped: out of time" >> "$S"; return; }
+  [ "$t" -gt 60 ] || { echo "$(date -u +%T) $2 skipped: out of time" >> "$S"; return; }
   [ "$t" -gt 180 ] && t=180
-  timeout "$t" /tmp/quick-lab gpu-bench --log-domain 27 --srs streamed --vram-limit "$2" \
+  timeout "$t" "$1" gpu-bench --log-domain 27 --srs streamed --vram-limit "$3" \
     --partitions-per-pass 2 --partitions 2 --others-from /tmp/quick-others.bin \
     --others-percent "${OTHERS_PERCENT:-10}" \
-    ${3:+--tuning "$3"} > "$O/pp-$1.log" 2>&1
-  echo "$(date -u +%T) $1 rc=$? $(grep '^gpu_bench_per_pass_summary' "$O/pp-$1.log")" >> "$S"
+    ${4:+--tuning "$4"} > "$O/pp-$2.log" 2>&1
+  echo "$(date -u +%T) $2 rc=$? $(grep '^gpu_bench_per_pass_summary' "$O/pp-$2.log")" >> "$S"
 }
 # Every run names both knobs: the binary's defaults may differ.
 heavy="heavy_bucket_points = $CAP"

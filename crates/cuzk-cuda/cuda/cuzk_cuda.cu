@@ -547,7 +547,8 @@ static void compact_in_place(const gpu_t& gpu, fr_t* aux, const uint64_t* words,
 // Picks the aux scalars whose bit is set in the bitmap `words` (`nbits` =
 // aux length), in order, into the scalar source SRC_PICKED, or, `in_place`,
 // over aux itself (SRC_AUX then holds the picked scalars and aux is gone:
-// no second vector on a small card); `*count` is how many. The bitmap is
+// no second vector on a small card; SRC_PICKED keeps the last pick that was
+// not in place); `*count` is how many. The bitmap is
 // copied up, its words' bits counted and scanned by CUB and the scalars
 // compacted, a thread each.
 RustError cuzk_cuda_pick(cuzk_cuda_ctx* ctx, const uint64_t* words,
@@ -556,7 +557,9 @@ RustError cuzk_cuda_pick(cuzk_cuda_ctx* ctx, const uint64_t* words,
     CUZK_TRY
     const gpu_t& gpu = *ctx->gpu;
     gpu.select();
-    ctx->picked_len = 0;
+    // An in-place pick leaves the last pick to its own vector alone.
+    if (!in_place)
+        ctx->picked_len = 0;
     *count = 0;
     if (nbits != ctx->aux_len)
         return bad_arg("density bitmap and aux scalars differ in length");

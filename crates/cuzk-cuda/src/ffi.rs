@@ -707,8 +707,9 @@ impl Ctx {
     }
 
     /// [`Ctx::pick`] over aux itself: the picked scalars become source
-    /// [`Source::Aux`] (no second vector); aux must be uploaded again
-    /// before it is needed whole.
+    /// [`Source::Aux`] (no second vector; [`Source::Picked`] keeps the
+    /// last pick to its own vector); aux must be uploaded again before it
+    /// is needed whole.
     pub(crate) fn pick_in_place(
         &mut self,
         words: &[u64],

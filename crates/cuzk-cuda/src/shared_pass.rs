@@ -43,7 +43,7 @@ extern "C" {
 
 /// One context's result of a shared pass: whole (`ticket` 0), or the
 /// ones' part with the others' Pippenger still queued on the context's
-/// side streams under `ticket` ([`resolve_g1`], [`resolve_g2`]).
+/// side streams under `ticket` ([`resolve`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Pending<P> {
     part: P,
@@ -76,7 +76,7 @@ fn raw_parts(
 
 /// A shared-pass entry point of `cuda/cuzk_cuda.cu`, over points `A`
 /// with raw projective results `R` and a ticket each.
-type Entry<A, R> = unsafe extern "C" fn(
+pub(crate) type Entry<A, R> = unsafe extern "C" fn(
     *const *mut RawCtx,
     *const i32,
     usize,
@@ -119,38 +119,57 @@ fn run_shared<A, R: Default + Clone>(
         .collect())
 }
 
-/// Σ scalar_i·points_i in G1 for each context's scalars of its source
-/// (`sources[j]`, [`Source::Aux`] or [`Source::Picked`]), in one pass over
-/// `points` in host memory; one result per context, in order, to be
-/// resolved ([`resolve_g1`]) on the same contexts.
-pub(crate) fn msm_g1(
-    ctxs: &mut [&mut Ctx],
-    sources: &[Source],
-    points: &[G1Affine],
-) -> Result<Vec<Pending<G1Projective>>, CudaError> {
-    let outs = run_shared(cuzk_cuda_msm_g1_shared, ctxs, sources, points)?;
-    Ok(outs
-        .into_iter()
-        .map(|p| Pending {
-            // SAFETY: G1Projective is #[repr(transparent)] over blst_p1.
-            part: unsafe { std::mem::transmute::<blst_p1, G1Projective>(p.part) },
-            ticket: p.ticket,
-        })
-        .collect())
+/// A group a shared pass runs in: its raw result type and entry points.
+pub(crate) trait PassGroup: Copy + std::ops::Add<Output = Self> {
+    /// The points in host memory.
+    type Affine;
+    /// blst's projective point, which `Self` wraps.
+    type Raw: Default + Clone;
+    /// The shared pass's entry point.
+    const SHARED: Entry<Self::Affine, Self::Raw>;
+    /// Waits for a queued run and gives its sum.
+    const DEFERRED: unsafe extern "C" fn(*mut RawCtx, u64, *mut Self::Raw) -> sppark::Error;
+    fn from_raw(r: Self::Raw) -> Self;
 }
 
-/// The same in G2.
-pub(crate) fn msm_g2(
+impl PassGroup for G1Projective {
+    type Affine = G1Affine;
+    type Raw = blst_p1;
+    const SHARED: Entry<G1Affine, blst_p1> = cuzk_cuda_msm_g1_shared;
+    const DEFERRED: unsafe extern "C" fn(*mut RawCtx, u64, *mut blst_p1) -> sppark::Error =
+        cuzk_cuda_deferred_g1;
+    fn from_raw(r: blst_p1) -> Self {
+        // SAFETY: G1Projective is #[repr(transparent)] over blst_p1.
+        unsafe { std::mem::transmute::<blst_p1, G1Projective>(r) }
+    }
+}
+
+impl PassGroup for G2Projective {
+    type Affine = G2Affine;
+    type Raw = blst_p2;
+    const SHARED: Entry<G2Affine, blst_p2> = cuzk_cuda_msm_g2_shared;
+    const DEFERRED: unsafe extern "C" fn(*mut RawCtx, u64, *mut blst_p2) -> sppark::Error =
+        cuzk_cuda_deferred_g2;
+    fn from_raw(r: blst_p2) -> Self {
+        // SAFETY: G2Projective is #[repr(transparent)] over blst_p2.
+        unsafe { std::mem::transmute::<blst_p2, G2Projective>(r) }
+    }
+}
+
+/// Σ scalar_i·points_i in G1 or G2 for each context's scalars of its
+/// source (`sources[j]`, [`Source::Aux`] or [`Source::Picked`]), in one
+/// pass over `points` in host memory; one result per context, in order,
+/// to be resolved ([`resolve`]) on the same contexts.
+pub(crate) fn msm<P: PassGroup>(
     ctxs: &mut [&mut Ctx],
     sources: &[Source],
-    points: &[G2Affine],
-) -> Result<Vec<Pending<G2Projective>>, CudaError> {
-    let outs = run_shared(cuzk_cuda_msm_g2_shared, ctxs, sources, points)?;
+    points: &[P::Affine],
+) -> Result<Vec<Pending<P>>, CudaError> {
+    let outs = run_shared(P::SHARED, ctxs, sources, points)?;
     Ok(outs
         .into_iter()
         .map(|p| Pending {
-            // SAFETY: G2Projective is #[repr(transparent)] over blst_p2.
-            part: unsafe { std::mem::transmute::<blst_p2, G2Projective>(p.part) },
+            part: P::from_raw(p.part),
             ticket: p.ticket,
         })
         .collect())
@@ -158,41 +177,20 @@ pub(crate) fn msm_g2(
 
 /// The whole results of `pending` (context j's in `ctxs[j]`), waiting for
 /// the queued Pippenger runs.
-pub(crate) fn resolve_g1(
+pub(crate) fn resolve<P: PassGroup>(
     ctxs: &mut [&mut Ctx],
-    pending: Vec<Pending<G1Projective>>,
-) -> Result<Vec<G1Projective>, CudaError> {
+    pending: Vec<Pending<P>>,
+) -> Result<Vec<P>, CudaError> {
     ctxs.iter_mut()
         .zip(pending)
         .map(|(c, p)| {
             if p.ticket == 0 {
                 return Ok(p.part);
             }
-            let mut out = blst_p1::default();
+            let mut out = P::Raw::default();
             // SAFETY: a live context borrowed mutably; out is written once.
-            check(unsafe { cuzk_cuda_deferred_g1(c.raw(), p.ticket, &mut out) })?;
-            // SAFETY: G1Projective is #[repr(transparent)] over blst_p1.
-            Ok(p.part + unsafe { std::mem::transmute::<blst_p1, G1Projective>(out) })
-        })
-        .collect()
-}
-
-/// The same in G2.
-pub(crate) fn resolve_g2(
-    ctxs: &mut [&mut Ctx],
-    pending: Vec<Pending<G2Projective>>,
-) -> Result<Vec<G2Projective>, CudaError> {
-    ctxs.iter_mut()
-        .zip(pending)
-        .map(|(c, p)| {
-            if p.ticket == 0 {
-                return Ok(p.part);
-            }
-            let mut out = blst_p2::default();
-            // SAFETY: a live context borrowed mutably; out is written once.
-            check(unsafe { cuzk_cuda_deferred_g2(c.raw(), p.ticket, &mut out) })?;
-            // SAFETY: G2Projective is #[repr(transparent)] over blst_p2.
-            Ok(p.part + unsafe { std::mem::transmute::<blst_p2, G2Projective>(out) })
+            check(unsafe { (P::DEFERRED)(c.raw(), p.ticket, &mut out) })?;
+            Ok(p.part + P::from_raw(out))
         })
         .collect()
 }

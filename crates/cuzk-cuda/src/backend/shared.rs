@@ -207,6 +207,9 @@ fn msm_stage(
 /// [`msm_stage`]'s work: with `gpus.tuning.overlap_others` each streamed
 /// MSM's Pippenger over its others runs while the next MSM's tiles are
 /// copied (`shared_pass`); all are resolved before the device lock goes.
+/// The order puts a streamed section after each queued run where it can:
+/// L, B_G2, then B_G1 and A, with a resident B_G1 after A when B's scalars
+/// have their own vector (A's pick, the last, then leaves them alone).
 fn msm_stage_queued(
     ctxs: &mut [&mut Ctx],
     backend: &CudaBackend,
@@ -229,45 +232,36 @@ fn msm_stage_queued(
             c.msm_g1_resident(Source::Aux, Section::L, 0, srs.l.len())
         })?
     } else {
-        shared_pass::msm_g1(ctxs, &vec![Source::Aux; k], srs.l)?
+        shared_pass::msm::<G1Projective>(ctxs, &vec![Source::Aux; k], srs.l)?
     };
     stats.msm_l += t.elapsed();
     kernels = kernels.let_urgent_in(false)?;
 
     let t = Instant::now();
-    let bi = ws[0].b_input_density.count();
-    let nb = srs.b_g1.len() - bi;
     let mut picks: Vec<Picks> = (0..k)
         .map(|_| Picks {
             small: true,
             aux_whole: true,
         })
         .collect();
+    let b = BPart::new(ws, srs);
     let mut b_src = Vec::with_capacity(k);
     for ((c, w), p) in ctxs.iter_mut().zip(ws).zip(picks.iter_mut()) {
-        b_src.push(p.pick(c, &w.aux, &w.b_aux_density, nb, false)?);
+        b_src.push(p.pick(c, &w.aux, &w.b_aux_density, b.n, false)?);
     }
-    let b1_aux = if res.b_g1 {
-        each_g1(ctxs, |c, j| {
-            c.msm_g1_resident(b_src[j], Section::BG1, bi, nb)
-        })?
-    } else {
-        shared_pass::msm_g1(ctxs, &b_src, &srs.b_g1[bi..])?
-    };
-    stats.msm_b_g1 += t.elapsed();
-    kernels = kernels.let_urgent_in(false)?;
-    let t = Instant::now();
-    let b2_aux = if res.b_g2 {
-        let mut v = Vec::with_capacity(k);
-        for (j, c) in ctxs.iter_mut().enumerate() {
-            v.push(Pending::whole(c.msm_g2_resident(b_src[j], bi, nb)?));
-        }
-        v
-    } else {
-        shared_pass::msm_g2(ctxs, &b_src, &srs.b_g2[bi..])?
-    };
+    let b2_aux = b.g2(ctxs, res, &b_src, srs)?;
     stats.msm_b_g2 += t.elapsed();
     kernels = kernels.let_urgent_in(false)?;
+    let b1_late = res.b_g1 && b_src.iter().all(|s| *s == Source::Picked);
+    let b1_early = if b1_late {
+        None
+    } else {
+        let t = Instant::now();
+        let v = b.g1(ctxs, res, &b_src, srs)?;
+        stats.msm_b_g1 += t.elapsed();
+        kernels = kernels.let_urgent_in(false)?;
+        Some(v)
+    };
 
     let t = Instant::now();
     let ni = ws[0].input.len();
@@ -276,19 +270,33 @@ fn msm_stage_queued(
     for ((c, w), p) in ctxs.iter_mut().zip(ws).zip(picks.iter_mut()) {
         a_src.push(p.pick(c, &w.aux, &w.a_aux_density, na, true)?);
     }
+    if b1_late && a_src.contains(&Source::Picked) {
+        return Err(CudaError::Cuda(
+            "A's scalars were picked over B's, which B_G1 still needs".into(),
+        ));
+    }
     let a_aux = if res.a {
         each_g1(ctxs, |c, j| c.msm_g1_resident(a_src[j], Section::A, ni, na))?
     } else {
-        shared_pass::msm_g1(ctxs, &a_src, &srs.a[ni..])?
+        shared_pass::msm::<G1Projective>(ctxs, &a_src, &srs.a[ni..])?
     };
     stats.msm_a += t.elapsed();
+    let b1_aux = match b1_early {
+        Some(v) => v,
+        None => {
+            let t = Instant::now();
+            let v = b.g1(ctxs, res, &b_src, srs)?;
+            stats.msm_b_g1 += t.elapsed();
+            v
+        }
+    };
     // The queued runs, in the order they were queued (their wait counted
     // in A's stage wall: L's and B's walls are then only their tiles).
     let t = Instant::now();
-    let l = shared_pass::resolve_g1(ctxs, l)?;
-    let b1_aux = shared_pass::resolve_g1(ctxs, b1_aux)?;
-    let b2_aux = shared_pass::resolve_g2(ctxs, b2_aux)?;
-    let a_aux = shared_pass::resolve_g1(ctxs, a_aux)?;
+    let l = shared_pass::resolve(ctxs, l)?;
+    let b2_aux = shared_pass::resolve(ctxs, b2_aux)?;
+    let b1_aux = shared_pass::resolve(ctxs, b1_aux)?;
+    let a_aux = shared_pass::resolve(ctxs, a_aux)?;
     stats.msm_a += t.elapsed();
     for c in ctxs.iter_mut() {
         let (shape, streamed) = c.take_shape()?;
@@ -301,6 +309,58 @@ fn msm_stage_queued(
         .enumerate()
         .map(|(j, w)| host_parts(w, srs, (l[j], a_aux[j], b1_aux[j], b2_aux[j])))
         .collect())
+}
+
+/// B's aux points: those after the `bi` input ones, `n` of them.
+struct BPart {
+    bi: usize,
+    n: usize,
+}
+
+impl BPart {
+    fn new(ws: &[PartitionWitness], srs: &SrsRef<'_>) -> Self {
+        let bi = ws[0].b_input_density.count();
+        Self {
+            bi,
+            n: srs.b_g1.len() - bi,
+        }
+    }
+
+    /// B_G1 over `src`, resident or streamed.
+    fn g1(
+        &self,
+        ctxs: &mut [&mut Ctx],
+        res: Resident,
+        src: &[Source],
+        srs: &SrsRef<'_>,
+    ) -> Result<Vec<Pending<G1Projective>>, CudaError> {
+        if res.b_g1 {
+            each_g1(ctxs, |c, j| {
+                c.msm_g1_resident(src[j], Section::BG1, self.bi, self.n)
+            })
+        } else {
+            shared_pass::msm::<G1Projective>(ctxs, src, &srs.b_g1[self.bi..])
+        }
+    }
+
+    /// B_G2 over `src`, resident or streamed.
+    fn g2(
+        &self,
+        ctxs: &mut [&mut Ctx],
+        res: Resident,
+        src: &[Source],
+        srs: &SrsRef<'_>,
+    ) -> Result<Vec<Pending<G2Projective>>, CudaError> {
+        if res.b_g2 {
+            let mut v = Vec::with_capacity(ctxs.len());
+            for (j, c) in ctxs.iter_mut().enumerate() {
+                v.push(Pending::whole(c.msm_g2_resident(src[j], self.bi, self.n)?));
+            }
+            Ok(v)
+        } else {
+            shared_pass::msm::<G2Projective>(ctxs, src, &srs.b_g2[self.bi..])
+        }
+    }
 }
 
 /// One resident G1 MSM per context (whole results).
