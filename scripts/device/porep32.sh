@@ -31,6 +31,8 @@
 # (off, the default before 2026-12-06), one
 # with `carry` with gpus.tuning.carry_buckets = true, one with `overlap`
 # (`v24overlap`, `v24k3overlap`) with gpus.tuning.overlap_others = true
+# (the default since 2026-12-06), one with `nooverlap` (`v24k3nooverlap`)
+# with it false
 # (any `v16*`, `v24*`,
 # `v32*` or `device*` name runs at that limit); `auto` and `auto16` the same with no
 # [engine] section, the daemon sizing itself). The `snap` configuration
@@ -216,7 +218,10 @@ EOF
   case $cfg in *carry*) tune="${tune:+$tune$'\n'}carry_buckets = true" ;; esac
   # *overlap*: each streamed MSM's others through Pippenger beside the
   # next MSM's tiles (gpus.tuning.overlap_others).
-  case $cfg in *overlap*) tune="${tune:+$tune$'\n'}overlap_others = true" ;; esac
+  case $cfg in
+    *nooverlap*) tune="${tune:+$tune$'\n'}overlap_others = false" ;;
+    *overlap*) tune="${tune:+$tune$'\n'}overlap_others = true" ;;
+  esac
   [ -n "$tune" ] && printf '[gpus.tuning]\n%s\n' "$tune" >> "$L/cuzk-$cfg.toml"
   step "$cfg daemon-start"
   # The daemon logs as its config says (RUST_LOG would override it and

@@ -16,7 +16,7 @@
 # $OUT. RUNS="v24 v24carry" runs only the named ones (others-bench only
 # when one of them takes the cap); `v16heavy`/`v32heavy` take the cap at
 # 16/32 GiB, `v24overlap`/`v16overlap`/`v32overlap` the cap and
-# gpus.tuning.overlap_others. $OTHERS_PERCENT (default 10) is the
+# gpus.tuning.overlap_others (every other run names it off). $OTHERS_PERCENT (default 10) is the
 # synthetic witness's share of others (a real partition has ~1.3 %).
 # GPU test binaries in QUICK (gpu_*.xz) run first, with $TEST_FILTER.
 # With QUICK/cuzk-lab-b.xz (another build's lab), each run named in
@@ -66,9 +66,9 @@ bench() { # LAB NAME VRAM_LIMIT TUNING
     ${4:+--tuning "$4"} > "$O/pp-$2.log" 2>&1
   echo "$(date -u +%T) $2 rc=$? $(grep '^gpu_bench_per_pass_summary' "$O/pp-$2.log")" >> "$S"
 }
-# Every run names both knobs: the binary's defaults may differ.
-heavy="heavy_bucket_points = $CAP"
-off="heavy_bucket_points = 0"
+# Every run names its knobs: the binary's defaults may differ.
+heavy="heavy_bucket_points = $CAP; overlap_others = false"
+off="heavy_bucket_points = 0; overlap_others = false"
 run v24 24GiB "$off"
 run v24both 24GiB "$heavy; carry_buckets = true"
 run v24heavy 24GiB "$heavy"
@@ -77,7 +77,7 @@ run v16both 16GiB "$heavy; carry_buckets = true"
 run v16 16GiB "$off"
 run v32both 32GiB "$heavy; carry_buckets = true"
 run v32 32GiB "$off"
-over="$heavy; overlap_others = true"
+over="heavy_bucket_points = $CAP; overlap_others = true"
 run v24overlap 24GiB "$over"
 run v16heavy 16GiB "$heavy"
 run v16overlap 16GiB "$over"

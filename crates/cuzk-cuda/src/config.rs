@@ -170,9 +170,10 @@ pub struct GpuTuning {
     /// while the stage goes on to the next MSM, whose tiles are copied
     /// meanwhile, instead of after the last tile with the copies idle
     /// (at 24 GiB on an H100 those runs were ~0.4 s of a pair's ~1.2 s
-    /// stage, 2026-12-05/06). Off: in the per-pass bench on an H100
-    /// (2026-12-06) it took 1.9 % off the MSM stage at 24 GiB and 3.9 % at
-    /// 16 GiB, a fifth to two fifths of what could hide (docs/PERF.md).
+    /// stage, 2026-12-05/06). On: a 32 GiB PoRep at 24 GiB with three
+    /// partitions a pass, 20.90 → 19.89 s a proof pipelined on an H100;
+    /// 6–9 % off the MSM stage at 16, 24 and 32 GiB in the per-pass bench
+    /// (2026-12-06, docs/PERF.md).
     pub overlap_others: bool,
     /// Buckets of an XYZZ-accumulated MSM holding more points than this
     /// are each summed by a block of threads (strided shares, then a
@@ -224,7 +225,7 @@ impl Default for GpuTuning {
             check_split: false,
             split_tile_others: false,
             carry_buckets: false,
-            overlap_others: false,
+            overlap_others: true,
             heavy_bucket_points: DEFAULT_HEAVY_BUCKET_POINTS,
             fail_device: None,
             fail_after_partitions: 0,

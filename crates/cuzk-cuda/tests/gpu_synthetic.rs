@@ -582,6 +582,7 @@ fn partitions_sharing_a_streamed_pass_copy_each_section_once() {
     let cpu: Vec<_> = cpu.iter().map(|p| p.to_bytes()).collect();
     let tuning = cuzk_cuda::GpuTuning {
         stream_tile_points: 4096,
+        overlap_others: false,
         ..Default::default()
     };
     let streamed = |k: usize, tuning: &cuzk_cuda::GpuTuning| {
