@@ -166,6 +166,19 @@ fn synthetic_circuits_equal_cpu_proofs() {
         .expect("tuning back");
 }
 
+/// A `vram_limit` applies to the device: lifted when the test that set it
+/// ends, also when it fails.
+struct Lift(CudaBackend);
+
+impl Drop for Lift {
+    fn drop(&mut self) {
+        let _ = self
+            .0
+            .clone()
+            .with_memory(None, cuzk_cuda::DEFAULT_VRAM_MARGIN);
+    }
+}
+
 /// A card too small for the whole SRS beside a partition keeps the
 /// sections that fit (the witness sections first when partitions do not
 /// share passes) and streams the others
@@ -201,17 +214,6 @@ fn a_partly_resident_srs_gives_the_cpu_proofs() {
     let partition = (2 * n + 2 * size.aux as u64) * 32 + size.aux as u64 / 8 + (3 << 30);
     let (l_bytes, a_bytes) = (srs.l.len() as u64 * 96, srs.a.len() as u64 * 96);
     let limit = total - free + partition + l_bytes.max(a_bytes) + (1 << 20);
-    // The limit applies to the device: lifted when this test ends, also
-    // when it fails.
-    struct Lift(CudaBackend);
-    impl Drop for Lift {
-        fn drop(&mut self) {
-            let _ = self
-                .0
-                .clone()
-                .with_memory(None, cuzk_cuda::DEFAULT_VRAM_MARGIN);
-        }
-    }
     let _lift = Lift(gpu.clone());
     // One partition a pass: the witness sections go before H.
     let limited = gpu
@@ -563,10 +565,10 @@ fn an_injected_failure_in_one_worker_leaves_the_other_alone() {
 /// copied to the device once for the group, not once per partition; so
 /// with each tile's others through Pippenger as they are gathered
 /// (`split_tile_others`), and so with each section's others beside the
-/// next section's tiles (`overlap_others`).
+/// next section's tiles (`overlap_others`); then with B_G1 resident.
 #[test]
 fn partitions_sharing_a_streamed_pass_copy_each_section_once() {
-    let Some(_gpu) = common::gpu() else { return };
+    let Some(gpu) = common::gpu() else { return };
     let log = 18;
     let count = 3;
     let Partitions {
@@ -640,4 +642,77 @@ fn partitions_sharing_a_streamed_pass_copy_each_section_once() {
     let n = count as u64;
     assert_eq!(alone, n * (h + witness_sections), "one partition at a time");
     assert_eq!(shared, n * h + witness_sections, "one pass for the group");
+    resident_b_g1_after_a(&gpu, &srs, &witnesses, (&r, &s), &cpu, &overlap);
+}
+
+/// B_G1 the one section on the device, the others streamed, the group
+/// sharing each pass with `overlap_others`: B's scalars, picked to their
+/// own vector (it fits at this size), keep B_G1's resident MSM for after
+/// A's (`msm_stage_queued`'s late B_G1); the proofs are the CPU's and only
+/// the other sections cross the bus.
+fn resident_b_g1_after_a(
+    gpu: &CudaBackend,
+    srs: &cuzk_prover::backend::SrsRef<'_>,
+    witnesses: &[cuzk_prover::synth::PartitionWitness],
+    (r, s): (&[Scalar], &[Scalar]),
+    cpu: &[[u8; 192]],
+    tuning: &cuzk_cuda::GpuTuning,
+) {
+    use cuzk_prover::{SrsPreparation, WitnessSize};
+    let w = &witnesses[0];
+    let size = WitnessSize {
+        constraints: w.num_constraints(),
+        inputs: w.input.len(),
+        aux: w.aux.len(),
+    };
+    let [h, l, a, b_g1] =
+        [srs.h.len(), srs.l.len(), srs.a.len(), srs.b_g1.len()].map(|p| p as u64 * 96);
+    let b_g2 = srs.b_g2.len() as u64 * 192;
+    // Room for the partition prepare_srs counts and B_G1, not for any
+    // other section.
+    let room = b_g1 + (1 << 20);
+    assert!(
+        [h, l, a, b_g2].iter().all(|b| *b > room),
+        "B_G1 ({b_g1} bytes) the smallest section: h {h} l {l} a {a} b_g2 {b_g2}"
+    );
+    gpu.release_buffers().expect("release");
+    let (free, total) = gpu.memory().expect("memory");
+    let (n, aux) = (size.constraints as u64, size.aux as u64);
+    let partition = (2 * n + 2 * aux) * 32 + aux / 8 + (3 << 30);
+    let _lift = Lift(gpu.clone());
+    let count = witnesses.len();
+    let limited = gpu
+        .clone()
+        .with_memory(
+            Some(total - free + partition + room),
+            cuzk_cuda::DEFAULT_VRAM_MARGIN,
+        )
+        .expect("vram_limit")
+        .with_tuning(tuning)
+        .expect("tuning")
+        .with_partitions_per_pass(count);
+    let handle = match limited.prepare_srs(srs, &size).expect("prepare") {
+        SrsPreparation::Ready { srs, resident, .. } => {
+            assert_eq!(resident, [Section::BG1], "B_G1 alone resident");
+            srs
+        }
+        _ => panic!("a partly resident SRS is ready"),
+    };
+    let on = srs.on_device(&handle);
+    let (proofs, stats) = limited
+        .prove(&mut witnesses.to_vec(), &on, r, s)
+        .expect("GPU proofs, B_G1 resident");
+    common::print_stats("B_G1 resident, shared", &stats, std::time::Duration::ZERO);
+    let bytes: Vec<_> = proofs.iter().map(|p| p.to_bytes()).collect();
+    assert!(
+        bytes == cpu,
+        "B_G1 resident, shared: the proofs differ from the CPU's"
+    );
+    let (bi, ni) = (w.b_input_density.count() as u64, w.input.len() as u64);
+    assert_eq!(
+        stats.streamed_bytes,
+        count as u64 * h + l + a - ni * 96 + b_g2 - bi * 192,
+        "H for each partition, L, A and B_G2 once for the group"
+    );
+    drop(handle);
 }
