@@ -166,8 +166,9 @@ fn synthetic_circuits_equal_cpu_proofs() {
         .expect("tuning back");
 }
 
-/// A `vram_limit` applies to the device: lifted when the test that set it
-/// ends, also when it fails.
+/// A `vram_limit` and `[gpus.tuning]` apply to the device: lifted (the
+/// tuning back to its defaults) when the test that set them ends, also
+/// when it fails.
 struct Lift(CudaBackend);
 
 impl Drop for Lift {
@@ -175,7 +176,8 @@ impl Drop for Lift {
         let _ = self
             .0
             .clone()
-            .with_memory(None, cuzk_cuda::DEFAULT_VRAM_MARGIN);
+            .with_memory(None, cuzk_cuda::DEFAULT_VRAM_MARGIN)
+            .and_then(|b| b.with_tuning(&cuzk_cuda::GpuTuning::default()));
     }
 }
 
