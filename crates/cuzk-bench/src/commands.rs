@@ -270,12 +270,13 @@ pub async fn status(addr: &str) -> Result<()> {
             srs.circuit_id, srs.tier, srs.size_bytes, srs.ref_count
         );
         for d in &srs.on_devices {
-            let resident = match d.resident_sections.as_slice() {
-                [] => "none".to_string(),
-                r => r.join(","),
+            let (resident, rest) = match d.resident_sections.as_slice() {
+                [] => ("none".to_string(), " (every section streams)"),
+                r if r.len() >= 5 => (r.join(","), ""),
+                r => (r.join(","), " (the other sections stream)"),
             };
             println!(
-                "srs {} on {} bytes={} resident={resident} (the other sections stream)",
+                "srs {} on {} bytes={} resident={resident}{rest}",
                 srs.circuit_id, d.backend, d.size_bytes
             );
         }
