@@ -411,7 +411,6 @@ int main(int argc, char** argv)
     printf("rate_ends_differ=%zu of %zu\n", differ, threads);
 
     // Both kinds at once; FP64 rounds sized so the two finish together.
-    uint32_t rf = (uint32_t)(RI * 4 * r_fp / r_int / 2 + 1);
     double best = 0;
     const rate_cfg mixed[] = {
         {"mixed", chains<2, 1, false>, 2, 1, false}, {"mixed", chains<4, 1, false>, 4, 1, false},
@@ -419,7 +418,9 @@ int main(int argc, char** argv)
         {"split", chains<4, 2, true>, 4, 2, true}, {"split", chains<4, 1, true>, 4, 1, true},
     };
     for (const auto& k : mixed) {
-        double r = run_rate(k, din, k.split ? RI : RI / 4, rf, sms, o1);
+        // Split: the FP64 warps' rounds sized to their CF chains.
+        uint32_t rfk = (uint32_t)(RI * 4.0 * r_fp / r_int / k.cf + 1);
+        double r = run_rate(k, din, k.split ? RI : RI / 4, rfk, sms, o1);
         best = r > best ? r : best;
     }
     // Blocks a kernel on every SM: 2 + 1 leave room for both by registers.
