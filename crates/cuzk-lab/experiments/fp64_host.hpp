@@ -21,16 +21,49 @@ static void words_to_u64(const uint32_t* w, uint64_t* a)
         a[i] = (uint64_t)w[2 * i] | ((uint64_t)w[2 * i + 1] << 32);
 }
 
+// p as 6 x 64-bit limbs.
+static void p_u64(uint64_t* p)
+{
+    uint32_t pw[12];
+    for (int k = 0; k < 12; k++)
+        pw[k] = f64::p_word(k);
+    words_to_u64(pw, p);
+}
+
+// t (below 2p; `over` when it carried past 2^384) less p if it is at least
+// p, as canonical words.
+static void sub_p_once(uint64_t* t, bool over, const uint64_t* p, uint32_t* out)
+{
+    bool ge = over;
+    if (!ge) {
+        ge = true;
+        for (int j = 5; j >= 0; j--)
+            if (t[j] != p[j]) {
+                ge = t[j] > p[j];
+                break;
+            }
+    }
+    if (ge) {
+        u128 borrow = 0;
+        for (int j = 0; j < 6; j++) {
+            u128 d = (u128)t[j] - p[j] - borrow;
+            t[j] = (uint64_t)d;
+            borrow = (d >> 64) & 1;
+        }
+    }
+    for (int i = 0; i < 6; i++) {
+        out[2 * i] = (uint32_t)t[i];
+        out[2 * i + 1] = (uint32_t)(t[i] >> 32);
+    }
+}
+
 // a * b / 2^384 mod p for a, b < p (CIOS), as canonical words.
 static void ref_mont(const uint32_t* wa, const uint32_t* wb, uint32_t* out)
 {
     uint64_t a[6], b[6], p[6], t[8] = {0};
-    uint32_t pw[12];
-    for (int k = 0; k < 12; k++)
-        pw[k] = f64::p_word(k);
     words_to_u64(wa, a);
     words_to_u64(wb, b);
-    words_to_u64(pw, p);
+    p_u64(p);
     const uint64_t n0 = 0x89f3fffcfffcfffdULL;
     for (int i = 0; i < 6; i++) {
         u128 c = 0;
@@ -54,28 +87,7 @@ static void ref_mont(const uint32_t* wa, const uint32_t* wb, uint32_t* out)
         t[5] = (uint64_t)c;
         t[6] = t[7] + (uint64_t)(c >> 64);
     }
-    // t < 2p: subtract p once if t >= p.
-    bool ge = t[6] != 0;
-    if (!ge) {
-        ge = true;
-        for (int j = 5; j >= 0; j--)
-            if (t[j] != p[j]) {
-                ge = t[j] > p[j];
-                break;
-            }
-    }
-    if (ge) {
-        u128 borrow = 0;
-        for (int j = 0; j < 6; j++) {
-            u128 d = (u128)t[j] - p[j] - borrow;
-            t[j] = (uint64_t)d;
-            borrow = (d >> 64) & 1;
-        }
-    }
-    for (int i = 0; i < 6; i++) {
-        out[2 * i] = (uint32_t)t[i];
-        out[2 * i + 1] = (uint32_t)(t[i] >> 32);
-    }
+    sub_p_once(t, t[6] != 0, p, out);
 }
 
 // p - d (d small) and 2^k, as words.
@@ -148,12 +160,9 @@ static std::vector<uint32_t> edge_values()
 static void ref_addsub(const uint32_t* a, const uint32_t* b, bool sub, uint32_t* out)
 {
     uint64_t x[6], y[6], p[6], r[6];
-    uint32_t pw[12];
-    for (int k = 0; k < 12; k++)
-        pw[k] = f64::p_word(k);
     words_to_u64(a, x);
     words_to_u64(b, y);
-    words_to_u64(pw, p);
+    p_u64(p);
     // sub: a + (p - b); then subtract p once if the sum is at least p.
     if (sub) {
         u128 br = 0;
@@ -169,24 +178,7 @@ static void ref_addsub(const uint32_t* a, const uint32_t* b, bool sub, uint32_t*
         r[j] = (uint64_t)c;
         c >>= 64;
     }
-    bool ge = true;
-    for (int j = 5; j >= 0; j--)
-        if (r[j] != p[j]) {
-            ge = r[j] > p[j];
-            break;
-        }
-    if (ge) {
-        u128 br = 0;
-        for (int j = 0; j < 6; j++) {
-            u128 d = (u128)r[j] - p[j] - br;
-            r[j] = (uint64_t)d;
-            br = (d >> 64) & 1;
-        }
-    }
-    for (int i = 0; i < 6; i++) {
-        out[2 * i] = (uint32_t)r[i];
-        out[2 * i + 1] = (uint32_t)(r[i] >> 32);
-    }
+    sub_p_once(r, false, p, out);  // a + b < 2p < 2^384: no carry
 }
 
 struct W {
